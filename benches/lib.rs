@@ -1,0 +1,38 @@
+//! Shared helpers for Cordon's benchmark binaries: percentiles and resident memory.
+
+use std::time::Duration;
+
+/// p50, p99 and mean of a set of samples.
+#[derive(Debug, Clone, Copy)]
+pub struct Summary {
+    /// Median.
+    pub p50: Duration,
+    /// 99th percentile.
+    pub p99: Duration,
+    /// Mean.
+    pub mean: Duration,
+    /// Number of samples.
+    pub count: usize,
+}
+
+/// Summarizes samples (sorted in place).
+pub fn summarize(samples: &mut [Duration]) -> Summary {
+    samples.sort_unstable();
+    let count = samples.len();
+    let at = |q: f64| samples[((count as f64 - 1.0) * q).round() as usize];
+    let total: Duration = samples.iter().sum();
+    Summary { p50: at(0.50), p99: at(0.99), mean: total / count.max(1) as u32, count }
+}
+
+/// Resident set size of this process in bytes (Linux `/proc/self/statm`).
+pub fn resident_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
+    pages * 4096
+}
+
+/// Formats a duration in the most readable unit.
+pub fn fmt(duration: Duration) -> String {
+    let micros = duration.as_secs_f64() * 1e6;
+    if micros < 1000.0 { format!("{micros:.1} µs") } else { format!("{:.2} ms", micros / 1000.0) }
+}

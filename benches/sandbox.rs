@@ -1,0 +1,146 @@
+//! Sandbox benchmarks (issue: programmatic tool calling). Run with
+//! `cargo bench -p cordon-benches --bench sandbox`; numbers go to docs/benchmarks.md.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cordon_benches::{fmt, resident_bytes, summarize};
+use cordon_core::{Dispatcher, ToolRegistry};
+use cordon_protocol::execution::{ExecutionStatus, Language, Limits};
+use cordon_sandbox::{ExecutionRequest, Sandbox, SandboxConfig, SessionSpec};
+
+fn tools() -> Dispatcher {
+    let registry = ToolRegistry::from_json(
+        r#"{"tools": [{"name": "lookup", "input_schema": {"type": "object",
+            "properties": {"key": {"type": "integer"}}, "required": ["key"]},
+            "handler": {"kind": "static", "result": {"value": 1}}}]}"#,
+        "<bench>",
+    )
+    .expect("valid tools");
+    Dispatcher::new(Arc::new(registry))
+}
+
+async fn run(sandbox: &Sandbox, language: Language, code: &str) -> Duration {
+    let started = Instant::now();
+    let result = sandbox.execute(ExecutionRequest::new(language, code, tools())).wait().await;
+    let elapsed = started.elapsed();
+    assert_eq!(result.status, ExecutionStatus::Completed, "{result:?}");
+    elapsed
+}
+
+async fn fresh_instance(sandbox: &Sandbox, language: Language, code: &str) {
+    for _ in 0..200 {
+        run(sandbox, language, code).await;
+    }
+    let mut samples = Vec::new();
+    for _ in 0..2000 {
+        samples.push(run(sandbox, language, code).await);
+    }
+    let s = summarize(&mut samples);
+    println!("fresh instance `{code}` ({}): p50 {}  p99 {}  mean {}  (n={})", language.as_str(), fmt(s.p50), fmt(s.p99), fmt(s.mean), s.count);
+}
+
+async fn tool_calls(sandbox: &Sandbox, language: Language, with_calls: &str, without: &str) {
+    let mut per_call = Vec::new();
+    for _ in 0..20 {
+        let a = run(sandbox, language, with_calls).await;
+        let b = run(sandbox, language, without).await;
+        per_call.push(a.saturating_sub(b) / 1000);
+    }
+    let s = summarize(&mut per_call);
+    println!("1000 schema-checked static tool calls ({}): {} per call (median of 20 runs)", language.as_str(), fmt(s.p50));
+}
+
+async fn cold_and_warm_start(language: Language) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for label in ["empty cache", "warm cache"] {
+        let started = Instant::now();
+        let config = SandboxConfig::default().preload(vec![]).cache_dir(Some(dir.path().to_owned())).max_instances(4);
+        let sandbox = Sandbox::new(config).await.expect("sandbox");
+        let result = sandbox.execute(ExecutionRequest::new(language, "print(1)", tools())).wait().await;
+        assert_eq!(result.stdout.trim(), "1");
+        println!("engine start → first output ({}, {label}): {}", language.as_str(), fmt(started.elapsed()));
+    }
+}
+
+async fn idle_sessions(sandbox: &Sandbox, language: Language, code: &str) {
+    let before = resident_bytes();
+    let mut sessions = Vec::new();
+    for _ in 0..200 {
+        let session = sandbox.session(SessionSpec::new(language, tools()));
+        let result = session.execute(code).wait().await;
+        assert_eq!(result.status, ExecutionStatus::Completed, "{result:?}");
+        sessions.push(session);
+    }
+    let after = resident_bytes();
+    let per = (after.saturating_sub(before)) as f64 / 200.0 / (1 << 20) as f64;
+    println!("resident memory per idle session ({}, 200 live): {per:.2} MiB", language.as_str());
+    drop(sessions);
+}
+
+async fn concurrent(sandbox: &Sandbox, language: Language, code: &'static str) {
+    let started = Instant::now();
+    let mut handles = Vec::new();
+    for _ in 0..100 {
+        let sandbox = sandbox.clone();
+        handles.push(tokio::spawn(async move {
+            let begun = Instant::now();
+            let result = sandbox.execute(ExecutionRequest::new(language, code, tools()).limits(Limits::default())).wait().await;
+            (begun.elapsed(), result.status)
+        }));
+    }
+    let mut latencies = Vec::new();
+    for handle in handles {
+        let (latency, status) = handle.await.expect("task");
+        assert_eq!(status, ExecutionStatus::Completed);
+        latencies.push(latency);
+    }
+    let total = started.elapsed();
+    let s = summarize(&mut latencies);
+    println!(
+        "100 executions at once ({}, `{}`): {:.0} executions/s, p50 {}  p99 {}",
+        language.as_str(),
+        code.replace('\n', "; "),
+        100.0 / total.as_secs_f64(),
+        fmt(s.p50),
+        fmt(s.p99)
+    );
+}
+
+fn main() {
+    let languages: Vec<Language> = match std::env::var("CORDON_BENCH_LANG").as_deref() {
+        Ok("python") => vec![Language::Python],
+        Ok("javascript") => vec![Language::Javascript],
+        _ => vec![Language::Python, Language::Javascript],
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    runtime.block_on(async {
+        let sandbox = Sandbox::new(SandboxConfig::default().preload(vec![]).max_instances(400)).await.expect("sandbox");
+        for language in languages {
+            if sandbox.prepare(language).await.is_err() {
+                println!("({} image not built; skipped)", language.as_str());
+                continue;
+            }
+            let (hello, loop_calls, loop_empty, compute) = match language {
+                Language::Python => (
+                    "print(1)",
+                    "for i in range(1000):\n    tools.call('lookup', {'key': i})",
+                    "for i in range(1000):\n    pass",
+                    "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\nfib(15)",
+                ),
+                _ => (
+                    "console.log(1)",
+                    "for (let i = 0; i < 1000; i++) tools.call('lookup', {key: i})",
+                    "for (let i = 0; i < 1000; i++) {}",
+                    "function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2) }\nfib(15)",
+                ),
+            };
+            fresh_instance(&sandbox, language, hello).await;
+            tool_calls(&sandbox, language, loop_calls, loop_empty).await;
+            idle_sessions(&sandbox, language, if language == Language::Python { "x = 1" } else { "var x = 1" }).await;
+            concurrent(&sandbox, language, hello).await;
+            concurrent(&sandbox, language, compute).await;
+            cold_and_warm_start(language).await;
+        }
+    });
+}

@@ -1,0 +1,235 @@
+//! `cordon run`: one program, streamed output or one JSON result, meaningful exit codes.
+
+use std::io::{IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use cordon_core::broker::Approver;
+use cordon_core::{Dispatcher, ToolRegistry};
+use cordon_protocol::execution::{
+    ExecutionEvent, ExecutionResult, ExecutionStatus, Language, Limits, ResultEncoding, Stream,
+};
+use cordon_sandbox::{ExecutionRequest, Sandbox, SandboxConfig};
+
+use crate::approve;
+
+/// Exit code: the program completed.
+pub const EXIT_COMPLETED: u8 = 0;
+/// Exit code: the program raised, or the guest faulted.
+pub const EXIT_ERROR: u8 = 1;
+/// Exit code: bad usage or bad input files.
+pub const EXIT_BAD_INPUT: u8 = 2;
+/// Exit code: a limit stopped the program.
+pub const EXIT_LIMIT: u8 = 3;
+/// Exit code: cancelled (Ctrl-C).
+pub const EXIT_CANCELLED: u8 = 130;
+
+/// Options of `cordon run`.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Program to run, or `-` for standard input.
+    #[arg(value_name = "FILE | -")]
+    pub file: String,
+    /// Guest language; by default taken from the file extension (.py, .js, .mjs), else python.
+    #[arg(long, value_name = "python|javascript")]
+    pub lang: Option<String>,
+    /// Tools file: {"tools": [{"name", "description", "input_schema", "policy", "handler"}]}.
+    #[arg(long, value_name = "FILE")]
+    pub tools: Option<PathBuf>,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+    /// Approve calls to this `ask` tool without asking (repeatable). Without a terminal,
+    /// `ask` calls to other tools are refused.
+    #[arg(long = "approve", value_name = "NAME")]
+    pub approve: Vec<String>,
+    /// Print one JSON object (status, limit, stdout, stderr, result, error, tool_calls, usage).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Limit options shared by the commands that run code.
+#[derive(Debug, Clone, clap::Args)]
+pub struct LimitArgs {
+    /// Guest memory limit, MiB [default: 256].
+    #[arg(long, value_name = "N")]
+    pub memory_mb: Option<u64>,
+    /// CPU time limit, ms [default: 10000].
+    #[arg(long, value_name = "N")]
+    pub cpu_ms: Option<u64>,
+    /// Wall time limit, ms, not counting waits for client tools [default: 30000].
+    #[arg(long, value_name = "N")]
+    pub timeout_ms: Option<u64>,
+    /// stdout + stderr + result size limit, bytes [default: 1048576].
+    #[arg(long, value_name = "N")]
+    pub max_output_bytes: Option<u64>,
+    /// Tool calls per execution [default: 1000].
+    #[arg(long, value_name = "N")]
+    pub max_tool_calls: Option<u64>,
+    /// Size of one tool input or result, bytes [default: 1048576].
+    #[arg(long, value_name = "N")]
+    pub max_payload_bytes: Option<u64>,
+}
+
+impl LimitArgs {
+    /// The limits, defaults filled in.
+    pub fn limits(&self) -> Limits {
+        let mut limits = Limits::default();
+        if let Some(mb) = self.memory_mb {
+            limits.memory_bytes = mb.saturating_mul(1 << 20);
+        }
+        if let Some(ms) = self.cpu_ms {
+            limits.cpu_ms = ms;
+        }
+        if let Some(ms) = self.timeout_ms {
+            limits.wall_ms = ms;
+        }
+        if let Some(bytes) = self.max_output_bytes {
+            limits.max_output_bytes = bytes;
+        }
+        if let Some(count) = self.max_tool_calls {
+            limits.max_tool_calls = count;
+        }
+        if let Some(bytes) = self.max_payload_bytes {
+            limits.max_payload_bytes = bytes;
+        }
+        limits
+    }
+}
+
+fn language_for(lang: Option<&str>, file: &str) -> anyhow::Result<Language> {
+    if let Some(name) = lang {
+        return Language::parse(name)
+            .with_context(|| format!("unknown language `{name}` (use python or javascript)"));
+    }
+    let extension = Path::new(file).extension().and_then(|e| e.to_str()).unwrap_or("");
+    Ok(match extension {
+        "js" | "mjs" | "cjs" => Language::Javascript,
+        _ => Language::Python,
+    })
+}
+
+fn read_code(file: &str) -> anyhow::Result<String> {
+    let bytes = if file == "-" {
+        let mut bytes = Vec::new();
+        std::io::stdin().read_to_end(&mut bytes).context("reading the program from stdin")?;
+        bytes
+    } else {
+        std::fs::read(file).with_context(|| format!("reading {file}"))?
+    };
+    match String::from_utf8(bytes) {
+        Ok(code) => Ok(code),
+        Err(error) => bail!(
+            "{}: not UTF-8 (invalid byte at offset {})",
+            if file == "-" { "stdin" } else { file },
+            error.utf8_error().valid_up_to()
+        ),
+    }
+}
+
+/// Loads a tools file, or no tools.
+pub fn load_tools(path: Option<&Path>) -> anyhow::Result<ToolRegistry> {
+    match path {
+        Some(path) => Ok(ToolRegistry::from_file(path)?),
+        None => Ok(ToolRegistry::empty()),
+    }
+}
+
+/// The sandbox, reporting one-time image preparation on stderr.
+pub async fn sandbox(language: Language) -> anyhow::Result<Sandbox> {
+    let config = SandboxConfig::default()
+        .preload(vec![language])
+        .max_instances(64)
+        .progress(|line| eprintln!("cordon: {line}"));
+    Ok(Sandbox::new(config).await?)
+}
+
+/// Runs `code` and prints its output (streamed) or its JSON result; returns the exit code.
+pub async fn execute_and_report(
+    sandbox: &Sandbox,
+    request: ExecutionRequest,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let mut execution = sandbox.execute(request);
+    let control = execution.control();
+    let mut result = None;
+    loop {
+        tokio::select! {
+            event = execution.next_event() => match event {
+                Some(ExecutionEvent::OutputDelta { stream, text }) if !json => {
+                    // Best effort: a closed pipe must not stop the program.
+                    let _ = match stream {
+                        Stream::Stdout => std::io::stdout().write_all(text.as_bytes()).and_then(|()| std::io::stdout().flush()),
+                        Stream::Stderr => std::io::stderr().write_all(text.as_bytes()),
+                    };
+                }
+                Some(ExecutionEvent::Completed(done)) => {
+                    result = Some(done);
+                    break;
+                }
+                Some(_) => {}
+                None => break,
+            },
+            _ = tokio::signal::ctrl_c() => control.cancel(),
+        }
+    }
+    let result = match result {
+        Some(result) => result,
+        None => execution.wait().await,
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&result)?);
+    } else {
+        report_human(&result);
+    }
+    Ok(ExitCode::from(exit_code(&result)))
+}
+
+fn exit_code(result: &ExecutionResult) -> u8 {
+    match result.status {
+        ExecutionStatus::Completed => EXIT_COMPLETED,
+        ExecutionStatus::LimitExceeded => EXIT_LIMIT,
+        ExecutionStatus::Cancelled => EXIT_CANCELLED,
+        _ => EXIT_ERROR,
+    }
+}
+
+fn report_human(result: &ExecutionResult) {
+    match result.result_encoding {
+        Some(ResultEncoding::Json) => println!("{}", result.result),
+        Some(ResultEncoding::Repr) => println!("{}", result.result.as_str().unwrap_or_default()),
+        None => {}
+    }
+    if let Some(error) = &result.error {
+        let mut stderr = std::io::stderr();
+        match result.status {
+            ExecutionStatus::LimitExceeded => {
+                let limit = result.limit.map(|l| l.as_str()).unwrap_or("?");
+                let _ = writeln!(stderr, "cordon: limit exceeded ({limit}): {}", error.message);
+            }
+            _ if !error.traceback.is_empty() => {
+                let _ = write!(stderr, "{}", error.traceback);
+                if !error.traceback.ends_with('\n') {
+                    let _ = writeln!(stderr);
+                }
+            }
+            _ => {
+                let _ = writeln!(stderr, "{}: {}", error.error_type, error.message);
+            }
+        }
+    }
+}
+
+/// `cordon run`.
+pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let language = language_for(args.lang.as_deref(), &args.file)?;
+    let code = read_code(&args.file)?;
+    let registry = load_tools(args.tools.as_deref())?;
+    let approver: Arc<dyn Approver> = approve::for_terminal(args.approve.clone(), std::io::stderr().is_terminal());
+    let sandbox = sandbox(language).await?;
+    let request = ExecutionRequest::new(language, code, Dispatcher::new(Arc::new(registry)))
+        .limits(args.limits.limits())
+        .approver(approver);
+    execute_and_report(&sandbox, request, args.json).await
+}

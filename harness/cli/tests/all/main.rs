@@ -1,0 +1,146 @@
+//! Black-box tests of the `cordon` binary: exit codes, `--json`, bad input files.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+fn cordon(args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cordon"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn json_run(code: &str, extra: &[&str]) -> (i32, Value) {
+    let mut args = vec!["run", "--json"];
+    args.extend_from_slice(extra);
+    args.push("-");
+    let output = cordon(&args, code);
+    let text = String::from_utf8_lossy(&output.stdout);
+    let value = serde_json::from_str(&text).unwrap_or_else(|error| {
+        panic!("not JSON ({error}): {text}\nstderr: {}", String::from_utf8_lossy(&output.stderr))
+    });
+    (output.status.code().unwrap(), value)
+}
+
+fn write_temp(contents: &str, suffix: &str) -> tempfile::NamedTempFile {
+    let mut file = tempfile::Builder::new().suffix(suffix).tempfile().unwrap();
+    file.write_all(contents.as_bytes()).unwrap();
+    file
+}
+
+#[test]
+fn completed_run_prints_every_documented_field_and_exits_0() {
+    let (code, result) = json_run("print('hi')\n6 * 7", &[]);
+    assert_eq!(code, 0);
+    assert_eq!(result["status"], "completed");
+    assert_eq!(result["stdout"], "hi\n");
+    assert_eq!(result["result"], 42);
+    for field in ["limit", "stderr", "error", "tool_calls", "usage"] {
+        assert!(result.get(field).is_some(), "missing {field}: {result}");
+    }
+    for field in ["wall_ms", "cpu_ms", "peak_memory_bytes"] {
+        assert!(result["usage"][field].is_u64(), "usage.{field}: {result}");
+    }
+}
+
+#[test]
+fn exceptions_exit_1_with_type_message_and_traceback() {
+    let (code, result) = json_run("raise ValueError('bad value')", &[]);
+    assert_eq!(code, 1);
+    assert_eq!(result["status"], "error");
+    assert_eq!(result["error"]["type"], "ValueError");
+    assert_eq!(result["error"]["message"], "bad value");
+    assert!(result["error"]["traceback"].as_str().unwrap().contains("ValueError"));
+}
+
+#[test]
+fn limits_exit_3_and_name_the_limit() {
+    let (code, result) = json_run("while True: pass", &["--cpu-ms", "100"]);
+    assert_eq!((code, result["status"].clone(), result["limit"].clone()), (3, json!("limit_exceeded"), json!("cpu")));
+    let (code, result) = json_run("print('x' * 100)", &["--max-output-bytes", "10"]);
+    assert_eq!((code, result["limit"].clone()), (3, json!("output")));
+}
+
+#[test]
+fn tools_file_tools_are_callable_and_recorded() {
+    let tools = write_temp(
+        r#"{"tools": [{"name": "add", "input_schema": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]},
+            "handler": {"kind": "command", "argv": ["python3", "-c", "import json,sys; d=json.load(sys.stdin); print(json.dumps(d['a'] + d['b']))"], "timeout_ms": 10000}}]}"#,
+        ".json",
+    );
+    let (code, result) = json_run("await add(a=2, b=3)", &["--tools", tools.path().to_str().unwrap()]);
+    assert_eq!(code, 0, "{result}");
+    assert_eq!(result["result"], 5);
+    assert_eq!(result["tool_calls"][0]["name"], "add");
+    assert_eq!(result["tool_calls"][0]["input"], json!({"a": 2, "b": 3}));
+    assert_eq!(result["tool_calls"][0]["is_error"], false);
+}
+
+#[test]
+fn malformed_tools_files_exit_2_saying_what_and_where() {
+    let tools = write_temp("{\"tools\": [\n  {\"name\": \"x\",, }\n]}", ".json");
+    let output = cordon(&["run", "--tools", tools.path().to_str().unwrap(), "-"], "1");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains(tools.path().to_str().unwrap()), "{stderr}");
+    assert!(stderr.contains("line 2"), "{stderr}");
+}
+
+#[test]
+fn missing_program_files_and_bad_languages_exit_2() {
+    let output = cordon(&["run", "/nonexistent/program.py"], "");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("/nonexistent/program.py"));
+    let output = cordon(&["run", "--lang", "cobol", "-"], "1");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("cobol"));
+}
+
+#[test]
+fn non_utf8_programs_are_rejected_with_the_offset() {
+    let mut file = tempfile::Builder::new().suffix(".py").tempfile().unwrap();
+    file.write_all(b"print(1)\n\xff\n").unwrap();
+    let output = cordon(&["run", file.path().to_str().unwrap()], "");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("offset 9"));
+}
+
+#[test]
+fn plain_mode_streams_output_and_prints_the_result() {
+    let output = cordon(&["run", "-"], "import sys\nprint('out')\nprint('err', file=sys.stderr)\n[1, 2]");
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "out\n[1,2]\n");
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "err\n");
+}
+
+#[test]
+fn ask_tools_are_refused_without_a_terminal_unless_approved() {
+    let tools = write_temp(
+        r#"{"tools": [{"name": "pay", "policy": "ask", "handler": {"kind": "static", "result": "paid"}}]}"#,
+        ".json",
+    );
+    let path = tools.path().to_str().unwrap();
+    let code = "try:\n    r = await pay()\nexcept ToolError as e:\n    r = e.kind\nr";
+    let (_, refused) = json_run(code, &["--tools", path]);
+    assert_eq!(refused["result"], "denied");
+    let (_, approved) = json_run(code, &["--tools", path, "--approve", "pay"]);
+    assert_eq!(approved["result"], "paid");
+}
+
+#[test]
+fn the_demo_runs_end_to_end() {
+    let output = cordon(&["demo"], "");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("Paris"), "{stdout}");
+    assert!(stdout.contains("caught ToolError (invalid_input)"), "{stdout}");
+    assert!(String::from_utf8_lossy(&output.stderr).contains("limit exceeded (cpu)"));
+}

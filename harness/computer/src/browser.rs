@@ -1,0 +1,910 @@
+//! The Chromium backend (feature `browser`): one browser process, one BrowserContext per
+//! session, input through CDP `Input.*`, capture with `Page.captureScreenshot` at the model
+//! size (`clip.scale`).
+//!
+//! Isolation, measured in FIELD-NOTES: a session with an allow-list gets a context routed
+//! through a dead proxy whose bypass list holds exactly the allowed origins, which blocks
+//! everything else including WebSockets and popups. On top of that a browser-wide `Fetch`
+//! interception refuses block-listed origins and non-web schemes for every target (pages,
+//! popups, iframes, new contexts). Downloads are denied per context unless allowed.
+
+use crate::display::{CapturePlan, CssPoint, DisplaySpec, Scaler, Size};
+use crate::engine::Backend;
+use crate::error::{ActionError, Error, Result};
+use crate::gate::ElementInfo;
+use crate::image::{EncodedImage, ImageFormat, fit};
+use crate::ops::{Op, modifier_bit};
+use crate::origin::OriginPolicy;
+use base64::Engine as _;
+use chromiumoxide::cdp::browser_protocol::browser::{
+    SetDownloadBehaviorBehavior, SetDownloadBehaviorParams,
+};
+use chromiumoxide::cdp::browser_protocol::emulation::SetDeviceMetricsOverrideParams;
+use chromiumoxide::cdp::browser_protocol::fetch::{
+    self, ContinueRequestParams, EventRequestPaused, FailRequestParams, RequestPattern,
+    RequestStage,
+};
+use chromiumoxide::cdp::browser_protocol::input::{
+    DispatchKeyEventParams, DispatchKeyEventType, DispatchMouseEventParams,
+    DispatchMouseEventType, InsertTextParams, MouseButton,
+};
+use chromiumoxide::cdp::browser_protocol::network::{
+    ErrorReason, EventLoadingFailed, EventLoadingFinished, EventRequestWillBeSent,
+};
+use chromiumoxide::cdp::browser_protocol::page::{
+    CaptureScreenshotFormat, CaptureScreenshotParams, EventFrameStartedLoading,
+    EventFrameStoppedLoading, GetLayoutMetricsParams, GetNavigationHistoryParams,
+    NavigateParams, NavigateToHistoryEntryParams, SetInterceptFileChooserDialogParams, Viewport,
+};
+use chromiumoxide::cdp::browser_protocol::target::{
+    CreateBrowserContextParams, CreateTargetParams,
+};
+use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
+use chromiumoxide::{BrowserConfig, Page};
+use cordon_protocol::computer::{Button, Key};
+use futures::{FutureExt as _, StreamExt as _};
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::RwLock;
+use tokio::task::JoinHandle;
+
+/// Debian's real binary (`/usr/bin/chromium` is a wrapper that adds flags).
+pub const DEFAULT_CHROMIUM: &str = "/usr/lib/chromium/chromium";
+
+/// How to start Chromium.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct BrowserOptions {
+    pub executable: PathBuf,
+    /// Upper bound on one CDP command (a hung browser fails the step instead of hanging it).
+    pub request_timeout: Duration,
+    pub extra_args: Vec<String>,
+}
+
+impl Default for BrowserOptions {
+    fn default() -> Self {
+        Self {
+            executable: std::env::var_os("CORDON_CHROMIUM")
+                .map_or_else(|| PathBuf::from(DEFAULT_CHROMIUM), PathBuf::from),
+            request_timeout: Duration::from_secs(15),
+            extra_args: Vec::new(),
+        }
+    }
+}
+
+impl BrowserOptions {
+    pub fn executable(mut self, path: impl Into<PathBuf>) -> Self {
+        self.executable = path.into();
+        self
+    }
+}
+
+/// How one session looks and what it may do.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct SessionOptions {
+    /// CSS pixels.
+    pub viewport: Size,
+    pub dpr: f64,
+    pub display: DisplaySpec,
+    pub policy: OriginPolicy,
+    /// `Some(dir)`: downloads are allowed and land in `dir`. `None`: refused.
+    pub downloads: Option<PathBuf>,
+    /// The longest a step waits for the page to settle.
+    pub settle_cap: Duration,
+    /// Opened when the session starts.
+    pub start_url: Option<String>,
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        Self {
+            viewport: Size::new(1280, 800),
+            dpr: 1.0,
+            display: DisplaySpec::Fixed {
+                size: Size::new(1024, 640),
+            },
+            policy: OriginPolicy::default(),
+            downloads: None,
+            settle_cap: Duration::from_secs(5),
+            start_url: None,
+        }
+    }
+}
+
+fn cdp(e: impl std::fmt::Display) -> Error {
+    Error::Browser(e.to_string())
+}
+
+struct Shared {
+    browser: RwLock<chromiumoxide::Browser>,
+    /// Block-lists of live sessions; the browser-wide Fetch refuses what any of them blocks.
+    policies: Mutex<HashMap<u64, OriginPolicy>>,
+    dead_proxy_port: u16,
+    user_data_dir: PathBuf,
+}
+
+/// One Chromium process serving many sessions. Cheap to clone.
+#[derive(Clone)]
+pub struct Browser {
+    shared: Arc<Shared>,
+    tasks: Arc<Mutex<Vec<JoinHandle<()>>>>,
+}
+
+impl std::fmt::Debug for Browser {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Browser")
+            .field("user_data_dir", &self.shared.user_data_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+fn running_as_root() -> bool {
+    std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines()
+            .find(|l| l.starts_with("Uid:"))
+            .and_then(|l| l.split_whitespace().nth(1).map(|u| u == "0"))
+            .unwrap_or(false)
+    })
+}
+
+impl Browser {
+    /// Starts Chromium with a fresh profile directory.
+    pub async fn launch(opts: BrowserOptions) -> Result<Self> {
+        if !opts.executable.exists() {
+            return Err(Error::BrowserMissing {
+                path: opts.executable.display().to_string(),
+            });
+        }
+        let user_data_dir = std::env::temp_dir().join(format!(
+            "cordon-chromium-{}-{}",
+            std::process::id(),
+            NEXT_ID.fetch_add(1, Ordering::Relaxed)
+        ));
+        // A proxy that accepts and hangs up: contexts with an allow-list send everything
+        // not bypassed here, so it fails fast instead of timing out.
+        let dead = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .map_err(|e| Error::Config(format!("dead proxy: {e}")))?;
+        let dead_proxy_port = dead
+            .local_addr()
+            .map_err(|e| Error::Config(format!("dead proxy: {e}")))?
+            .port();
+        let proxy_task = tokio::spawn(async move {
+            while let Ok((sock, _)) = dead.accept().await {
+                drop(sock);
+            }
+        });
+        let mut builder = BrowserConfig::builder()
+            .chrome_executable(&opts.executable)
+            .user_data_dir(&user_data_dir)
+            .viewport(None)
+            .request_timeout(opts.request_timeout)
+            .launch_timeout(Duration::from_secs(20))
+            // chromiumoxide adds the leading `--` itself.
+            .args([
+                "disable-gpu",
+                "disable-smooth-scrolling",
+                "no-default-browser-check",
+                "disable-extensions",
+                "deny-permission-prompts",
+            ])
+            .args(opts.extra_args.iter().map(String::as_str));
+        if running_as_root() {
+            builder = builder.no_sandbox();
+        }
+        let config = builder.build().map_err(Error::Config)?;
+        let (browser, mut handler) = chromiumoxide::Browser::launch(config)
+            .await
+            .map_err(cdp)?;
+        let handler_task = tokio::spawn(async move {
+            // Errors here are per-message (a malformed event); keep pumping.
+            while handler.next().await.is_some() {}
+        });
+        let shared = Arc::new(Shared {
+            browser: RwLock::new(browser),
+            policies: Mutex::new(HashMap::new()),
+            dead_proxy_port,
+            user_data_dir,
+        });
+        let this = Self {
+            shared,
+            tasks: Arc::new(Mutex::new(vec![handler_task, proxy_task])),
+        };
+        this.start_fetch_guard().await?;
+        Ok(this)
+    }
+
+    /// Browser-wide request interception: covers every page, popup and context.
+    async fn start_fetch_guard(&self) -> Result<()> {
+        let browser = self.shared.browser.read().await;
+        let mut paused = browser
+            .event_listener::<EventRequestPaused>()
+            .await
+            .map_err(cdp)?;
+        browser
+            .execute(fetch::EnableParams {
+                patterns: Some(vec![RequestPattern {
+                    url_pattern: Some("*".into()),
+                    resource_type: None,
+                    request_stage: Some(RequestStage::Request),
+                }]),
+                handle_auth_requests: None,
+            })
+            .await
+            .map_err(cdp)?;
+        drop(browser);
+        let shared = Arc::downgrade(&self.shared);
+        let task = tokio::spawn(async move {
+            while let Some(ev) = paused.next().await {
+                let Some(shared) = shared.upgrade() else {
+                    break;
+                };
+                let refused = {
+                    let policies = shared.policies.lock().unwrap_or_else(|p| p.into_inner());
+                    policies
+                        .values()
+                        .find_map(|p| p.check_blocklist(&ev.request.url).err())
+                };
+                let shared2 = Arc::clone(&shared);
+                let id = ev.request_id.clone();
+                // Answer without blocking the loop on the round trip.
+                tokio::spawn(async move {
+                    let browser = shared2.browser.read().await;
+                    let _answered = match refused {
+                        Some(_) => browser
+                            .execute(FailRequestParams::new(id, ErrorReason::BlockedByClient))
+                            .await
+                            .map(|_| ()),
+                        None => browser
+                            .execute(ContinueRequestParams::new(id))
+                            .await
+                            .map(|_| ()),
+                    };
+                });
+            }
+        });
+        self.push_task(task);
+        Ok(())
+    }
+
+    fn push_task(&self, task: JoinHandle<()>) {
+        self.tasks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(task);
+    }
+
+    /// Opens an isolated session (own BrowserContext, viewport, DPR, policy).
+    pub async fn new_session(&self, opts: SessionOptions) -> Result<BrowserSession> {
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        self.shared
+            .policies
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id, opts.policy.clone());
+        match self.open(id, &opts).await {
+            Ok(s) => Ok(s),
+            Err(e) => {
+                self.forget(id);
+                Err(e)
+            }
+        }
+    }
+
+    fn forget(&self, id: u64) {
+        self.shared
+            .policies
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&id);
+    }
+
+    async fn open(&self, id: u64, opts: &SessionOptions) -> Result<BrowserSession> {
+        let browser = self.shared.browser.read().await;
+        let bypass = opts.policy.proxy_bypass_list();
+        let context = browser
+            .create_browser_context(CreateBrowserContextParams {
+                dispose_on_detach: Some(true),
+                proxy_server: bypass
+                    .as_ref()
+                    .map(|_| format!("http://127.0.0.1:{}", self.shared.dead_proxy_port)),
+                proxy_bypass_list: bypass,
+                origins_with_universal_network_access: None,
+            })
+            .await
+            .map_err(cdp)?;
+        let (behavior, path) = match &opts.downloads {
+            Some(dir) => (
+                SetDownloadBehaviorBehavior::AllowAndName,
+                Some(dir.display().to_string()),
+            ),
+            None => (SetDownloadBehaviorBehavior::Deny, None),
+        };
+        browser
+            .execute(SetDownloadBehaviorParams {
+                behavior,
+                browser_context_id: Some(context.clone()),
+                download_path: path,
+                events_enabled: None,
+            })
+            .await
+            .map_err(cdp)?;
+        let mut target = CreateTargetParams::new("about:blank");
+        target.browser_context_id = Some(context.clone());
+        let page = browser.new_page(target).await.map_err(cdp)?;
+        drop(browser);
+        page.execute(SetDeviceMetricsOverrideParams::new(
+            i64::from(opts.viewport.width),
+            i64::from(opts.viewport.height),
+            opts.dpr,
+            false,
+        ))
+        .await
+        .map_err(cdp)?;
+        // Swallow file choosers: nothing is uploaded unless a later API supplies files.
+        page.execute(SetInterceptFileChooserDialogParams::new(true))
+            .await
+            .map_err(cdp)?;
+        let net = NetWatch::new(&page).await?;
+        let display = opts.display.resolve(opts.viewport);
+        let mut session = BrowserSession {
+            browser: self.clone(),
+            id,
+            context,
+            page,
+            net,
+            scaler: Scaler::new(display, opts.viewport, opts.dpr),
+            policy: opts.policy.clone(),
+            settle_cap: opts.settle_cap,
+            buttons: 0,
+            closed: false,
+        };
+        if let Some(url) = &opts.start_url {
+            if let Err(refusal) = opts.policy.check(url) {
+                let _ = session.close().await;
+                return Err(ActionError::Blocked {
+                    url: url.clone(),
+                    reason: refusal.0,
+                }
+                .into());
+            }
+            session.run(&Op::Navigate { url: url.clone() }).await?;
+            session.settle().await?;
+        }
+        Ok(session)
+    }
+
+    /// Stops Chromium and removes its profile directory.
+    pub async fn close(self) -> Result<()> {
+        let mut browser = self.shared.browser.write().await;
+        let _closed = browser.close().await;
+        let _exited = browser.wait().await;
+        drop(browser);
+        for t in self
+            .tasks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain(..)
+        {
+            t.abort();
+        }
+        let _removed = std::fs::remove_dir_all(&self.shared.user_data_dir);
+        Ok(())
+    }
+}
+
+/// Counts requests in flight and whether the main frame is loading, from Network/Page
+/// events. Drained synchronously in `settle`, so no event that arrived before a round trip
+/// to the page can be missed.
+struct NetWatch {
+    events: futures::stream::SelectAll<futures::stream::BoxStream<'static, NetEvent>>,
+    inflight: HashSet<String>,
+    loading: bool,
+    main_frame: String,
+}
+
+enum NetEvent {
+    Start(String),
+    End(String),
+    FrameStart(String),
+    FrameStop(String),
+}
+
+impl NetWatch {
+    async fn new(page: &Page) -> Result<Self> {
+        let a = page
+            .event_listener::<EventRequestWillBeSent>()
+            .await
+            .map_err(cdp)?
+            .map(|e| { if std::env::var_os("CORDON_DEBUG").is_some() { eprintln!("req {} {} {:?}", e.request_id.inner(), e.request.url, e.frame_id); } NetEvent::Start(e.request_id.inner().clone()) })
+            .boxed();
+        let b = page
+            .event_listener::<EventLoadingFinished>()
+            .await
+            .map_err(cdp)?
+            .map(|e| NetEvent::End(e.request_id.inner().clone()))
+            .boxed();
+        let c = page
+            .event_listener::<EventLoadingFailed>()
+            .await
+            .map_err(cdp)?
+            .map(|e| NetEvent::End(e.request_id.inner().clone()))
+            .boxed();
+        let d = page
+            .event_listener::<EventFrameStartedLoading>()
+            .await
+            .map_err(cdp)?
+            .map(|e| { if std::env::var_os("CORDON_DEBUG").is_some() { eprintln!("framestart {:?}", e.frame_id); } NetEvent::FrameStart(e.frame_id.inner().clone()) })
+            .boxed();
+        let e = page
+            .event_listener::<EventFrameStoppedLoading>()
+            .await
+            .map_err(cdp)?
+            .map(|e| { if std::env::var_os("CORDON_DEBUG").is_some() { eprintln!("framestop {:?}", e.frame_id); } NetEvent::FrameStop(e.frame_id.inner().clone()) })
+            .boxed();
+        Ok(Self {
+            events: futures::stream::select_all([a, b, c, d, e]),
+            inflight: HashSet::new(),
+            loading: false,
+            main_frame: page.target_id().inner().clone(),
+        })
+    }
+
+    fn apply(&mut self, ev: NetEvent) {
+        match ev {
+            NetEvent::Start(id) => {
+                self.inflight.insert(id);
+            }
+            NetEvent::End(id) => {
+                self.inflight.remove(&id);
+            }
+            NetEvent::FrameStart(f) if f == self.main_frame => {
+                self.loading = true;
+                // A new document: requests of the old one will never report back.
+                self.inflight.clear();
+            }
+            NetEvent::FrameStop(f) if f == self.main_frame => self.loading = false,
+            _ => {}
+        }
+    }
+
+    fn drain(&mut self) {
+        while let Some(Some(ev)) = self.events.next().now_or_never() {
+            self.apply(ev);
+        }
+    }
+
+    fn quiet(&self) -> bool {
+        self.inflight.is_empty() && !self.loading
+    }
+}
+
+/// One isolated session: a BrowserContext with one page.
+pub struct BrowserSession {
+    browser: Browser,
+    id: u64,
+    context: chromiumoxide::cdp::browser_protocol::browser::BrowserContextId,
+    page: Page,
+    net: NetWatch,
+    scaler: Scaler,
+    policy: OriginPolicy,
+    settle_cap: Duration,
+    /// Mouse buttons held (CDP `buttons` bitmask).
+    buttons: i64,
+    closed: bool,
+}
+
+impl std::fmt::Debug for BrowserSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BrowserSession")
+            .field("id", &self.id)
+            .field("scaler", &self.scaler)
+            .finish_non_exhaustive()
+    }
+}
+
+fn mouse_button(b: Button) -> (MouseButton, i64) {
+    match b {
+        Button::Left => (MouseButton::Left, 1),
+        Button::Right => (MouseButton::Right, 2),
+        Button::Middle => (MouseButton::Middle, 4),
+        Button::Back => (MouseButton::Back, 8),
+        Button::Forward => (MouseButton::Forward, 16),
+        // A button added to the protocol later: the primary button is the safe guess.
+        _ => (MouseButton::Left, 1),
+    }
+}
+
+/// (key, code, windowsVirtualKeyCode, text) for a canonical key.
+fn key_def(key: &Key) -> (String, String, i64, Option<String>) {
+    let k = key.as_str();
+    let named = |code: &str, vk: i64, text: Option<&str>| {
+        (k.to_owned(), code.to_owned(), vk, text.map(str::to_owned))
+    };
+    match k {
+        "Enter" => named("Enter", 13, Some("\r")),
+        "Tab" => named("Tab", 9, Some("\t")),
+        "Escape" => named("Escape", 27, None),
+        "Backspace" => named("Backspace", 8, None),
+        "Delete" => named("Delete", 46, None),
+        "Insert" => named("Insert", 45, None),
+        "Home" => named("Home", 36, None),
+        "End" => named("End", 35, None),
+        "PageUp" => named("PageUp", 33, None),
+        "PageDown" => named("PageDown", 34, None),
+        "ArrowLeft" => named("ArrowLeft", 37, None),
+        "ArrowUp" => named("ArrowUp", 38, None),
+        "ArrowRight" => named("ArrowRight", 39, None),
+        "ArrowDown" => named("ArrowDown", 40, None),
+        "Control" => named("ControlLeft", 17, None),
+        "Shift" => named("ShiftLeft", 16, None),
+        "Alt" => named("AltLeft", 18, None),
+        "Meta" => named("MetaLeft", 91, None),
+        "CapsLock" => named("CapsLock", 20, None),
+        " " => named("Space", 32, Some(" ")),
+        f if f.len() > 1 && f.starts_with('F') && f[1..].parse::<i64>().is_ok() => {
+            let n = f[1..].parse::<i64>().unwrap_or(1);
+            named(f, 111 + n, None)
+        }
+        _ => {
+            let c = k.chars().next().unwrap_or(' ');
+            let (code, vk) = if c.is_ascii_alphabetic() {
+                (
+                    format!("Key{}", c.to_ascii_uppercase()),
+                    i64::from(c.to_ascii_uppercase() as u8),
+                )
+            } else if c.is_ascii_digit() {
+                (format!("Digit{c}"), i64::from(c as u8))
+            } else {
+                (String::new(), 0)
+            };
+            (k.to_owned(), code, vk, Some(k.to_owned()))
+        }
+    }
+}
+
+/// Describes the element at (X, Y), descending into same-origin iframes. Never reads the
+/// value of a text field (it may be a password).
+const DESCRIBE_JS: &str = r#"
+(function(el) {
+  if (!el) return null;
+  const t = el.closest('a[href],button,input,select,textarea,[role],[contenteditable=""],[contenteditable="true"]') || el;
+  const tag = t.tagName.toLowerCase();
+  const type = tag === 'input' ? (t.getAttribute('type') || 'text').toLowerCase() : null;
+  const buttonLike = tag === 'input' && ['submit','button','reset','image'].includes(type);
+  let text = buttonLike ? (t.value || '') : (t.getAttribute('aria-label') || ((tag === 'input' || tag === 'textarea') ? (t.placeholder || '') : (t.innerText || t.textContent || '')));
+  text = text.replace(/\s+/g, ' ').trim().slice(0, 80);
+  const link = t.closest('a[href]');
+  const editable = t.isContentEditable || tag === 'textarea' || (tag === 'input' && !buttonLike && !['checkbox','radio','file','range','color'].includes(type));
+  return { tag, input_type: type, role: t.getAttribute('role'), text,
+           name: t.getAttribute('name') || t.id || null, autocomplete: t.getAttribute('autocomplete'),
+           href: link ? link.href : null, editable };
+})
+"#;
+
+impl BrowserSession {
+    pub fn page(&self) -> &Page {
+        &self.page
+    }
+
+    /// Evaluates JavaScript in the page and returns its JSON value.
+    pub async fn eval(&self, expression: impl Into<String>) -> Result<serde_json::Value> {
+        let mut p = EvaluateParams::new(expression);
+        p.return_by_value = Some(true);
+        p.await_promise = Some(true);
+        let r = self.page.execute(p).await.map_err(cdp)?;
+        if let Some(ex) = &r.result.exception_details {
+            return Err(Error::Browser(format!("script threw: {}", ex.text)));
+        }
+        Ok(r.result.result.value.clone().unwrap_or(serde_json::Value::Null))
+    }
+
+    async fn describe(&self, finder: &str) -> Result<Option<ElementInfo>> {
+        let v = self.eval(format!("({DESCRIBE_JS})({finder})")).await?;
+        if v.is_null() {
+            return Ok(None);
+        }
+        serde_json::from_value(v)
+            .map(Some)
+            .map_err(|e| Error::Browser(format!("element description: {e}")))
+    }
+
+    async fn mouse(
+        &self,
+        kind: DispatchMouseEventType,
+        at: CssPoint,
+        button: Option<MouseButton>,
+        count: Option<i64>,
+        modifiers: u8,
+    ) -> Result<()> {
+        let mut p = DispatchMouseEventParams::new(kind, at.x, at.y);
+        p.button = button;
+        p.buttons = Some(self.buttons);
+        p.click_count = count;
+        p.modifiers = Some(i64::from(modifiers));
+        self.page.execute(p).await.map_err(cdp)?;
+        Ok(())
+    }
+
+    async fn key(&self, kind: DispatchKeyEventType, key: &Key, modifiers: u8) -> Result<()> {
+        let (name, code, vk, text) = key_def(key);
+        // Text only when no command modifier is held, so Ctrl+A selects instead of typing.
+        let text = text.filter(|_| modifiers & !crate::ops::modifier::SHIFT == 0);
+        let kind = match (kind, &text) {
+            (DispatchKeyEventType::KeyDown, None) => DispatchKeyEventType::RawKeyDown,
+            (k, _) => k,
+        };
+        let mut p = DispatchKeyEventParams::new(kind.clone());
+        p.key = Some(name);
+        if !code.is_empty() {
+            p.code = Some(code);
+        }
+        p.windows_virtual_key_code = Some(vk);
+        p.native_virtual_key_code = Some(vk);
+        p.modifiers = Some(i64::from(modifiers));
+        if kind != DispatchKeyEventType::KeyUp {
+            p.unmodified_text.clone_from(&text);
+            p.text = text;
+        }
+        self.page.execute(p).await.map_err(cdp)?;
+        Ok(())
+    }
+
+    /// Closes the page and disposes of the context (cookies, storage, cache go with it).
+    pub async fn close(&mut self) -> Result<()> {
+        if self.closed {
+            return Ok(());
+        }
+        self.closed = true;
+        self.browser.forget(self.id);
+        let _closed = self.page.clone().close().await;
+        let browser = self.browser.shared.browser.read().await;
+        browser
+            .dispose_browser_context(self.context.clone())
+            .await
+            .map_err(cdp)?;
+        Ok(())
+    }
+}
+
+impl Backend for BrowserSession {
+    fn name(&self) -> &'static str {
+        "browser"
+    }
+
+    fn scaler(&self) -> Scaler {
+        self.scaler
+    }
+
+    fn policy(&self) -> &OriginPolicy {
+        &self.policy
+    }
+
+    async fn element_at(&mut self, at: CssPoint) -> Result<Option<ElementInfo>> {
+        self.describe(&format!(
+            "(() => {{ let x = {}, y = {}, el = document.elementFromPoint(x, y);
+               while (el && (el.tagName === 'IFRAME' || el.tagName === 'FRAME')) {{
+                 let d = null; try {{ d = el.contentDocument; }} catch (e) {{}}
+                 if (!d) break;
+                 const r = el.getBoundingClientRect();
+                 x -= r.left + el.clientLeft; y -= r.top + el.clientTop;
+                 const n = d.elementFromPoint(x, y); if (!n) break; el = n;
+               }}
+               return el; }})()",
+            at.x, at.y
+        ))
+        .await
+    }
+
+    async fn focused_element(&mut self) -> Result<Option<ElementInfo>> {
+        self.describe(
+            "(() => { let el = document.activeElement;
+               while (el && (el.tagName === 'IFRAME' || el.tagName === 'FRAME')) {
+                 let d = null; try { d = el.contentDocument; } catch (e) {}
+                 if (!d || !d.activeElement) break; el = d.activeElement;
+               }
+               return el === document.body ? null : el; })()",
+        )
+        .await
+    }
+
+    async fn current_url(&mut self) -> Result<String> {
+        match self.eval("location.href").await {
+            Ok(serde_json::Value::String(s)) => Ok(s),
+            _ => Ok(self.page.url().await.map_err(cdp)?.unwrap_or_default()),
+        }
+    }
+
+    async fn run(&mut self, op: &Op) -> Result<()> {
+        match op {
+            Op::Move { to, pressed } => {
+                let b = pressed.map(|b| mouse_button(b).0);
+                self.mouse(DispatchMouseEventType::MouseMoved, *to, b, None, 0)
+                    .await
+            }
+            Op::Down {
+                at,
+                button,
+                count,
+                modifiers,
+            } => {
+                let (b, bit) = mouse_button(*button);
+                self.buttons |= bit;
+                self.mouse(
+                    DispatchMouseEventType::MousePressed,
+                    *at,
+                    Some(b),
+                    Some(i64::from(*count)),
+                    *modifiers,
+                )
+                .await
+            }
+            Op::Up {
+                at,
+                button,
+                count,
+                modifiers,
+            } => {
+                let (b, bit) = mouse_button(*button);
+                self.buttons &= !bit;
+                self.mouse(
+                    DispatchMouseEventType::MouseReleased,
+                    *at,
+                    Some(b),
+                    Some(i64::from(*count)),
+                    *modifiers,
+                )
+                .await
+            }
+            Op::Wheel {
+                at,
+                dx,
+                dy,
+                modifiers,
+            } => {
+                let mut p =
+                    DispatchMouseEventParams::new(DispatchMouseEventType::MouseWheel, at.x, at.y);
+                p.delta_x = Some(*dx);
+                p.delta_y = Some(*dy);
+                p.modifiers = Some(i64::from(*modifiers));
+                self.page.execute(p).await.map_err(cdp)?;
+                Ok(())
+            }
+            Op::KeyDown { key, modifiers } => {
+                self.key(DispatchKeyEventType::KeyDown, key, *modifiers)
+                    .await
+            }
+            Op::KeyUp { key, modifiers } => {
+                // The released modifier is no longer held for its own keyup.
+                let m = *modifiers & !modifier_bit(key);
+                self.key(DispatchKeyEventType::KeyUp, key, m).await
+            }
+            Op::Text { text } => {
+                self.page
+                    .execute(InsertTextParams::new(text.clone()))
+                    .await
+                    .map_err(cdp)?;
+                Ok(())
+            }
+            Op::Navigate { url } => {
+                // chromiumoxide holds `Page.navigate` until the load completes, which never
+                // happens for a download and takes a request timeout for some failures.
+                // Run it aside and return once the navigation is under way; `settle` then
+                // waits for the load like for any other action. A failed navigation shows
+                // Chromium's error page, which the model sees; it is not a session fault.
+                let page = self.page.clone();
+                let mut nav = tokio::spawn({
+                    let url = url.clone();
+                    async move { page.execute(NavigateParams::new(url)).await.map(|_| ()) }
+                });
+                let deadline = tokio::time::Instant::now() + self.settle_cap;
+                loop {
+                    tokio::select! {
+                        _ = &mut nav => break,
+                        ev = self.net.events.next() => match ev {
+                            Some(ev) => {
+                                let started = matches!(&ev, NetEvent::FrameStart(f) if *f == self.net.main_frame);
+                                self.net.apply(ev);
+                                if started {
+                                    break;
+                                }
+                            }
+                            None => return Err(Error::SessionClosed("page event stream ended".into())),
+                        },
+                        () = tokio::time::sleep_until(deadline) => break,
+                    }
+                }
+                Ok(())
+            }
+            Op::History { delta } => {
+                let h = self
+                    .page
+                    .execute(GetNavigationHistoryParams::default())
+                    .await
+                    .map_err(cdp)?;
+                let idx = h.result.current_index + i64::from(*delta);
+                if let Some(entry) = usize::try_from(idx)
+                    .ok()
+                    .and_then(|i| h.result.entries.get(i))
+                {
+                    self.page
+                        .execute(NavigateToHistoryEntryParams::new(entry.id))
+                        .await
+                        .map_err(cdp)?;
+                }
+                Ok(())
+            }
+            Op::Sleep { ms } => {
+                tokio::time::sleep(Duration::from_millis(*ms)).await;
+                Ok(())
+            }
+        }
+    }
+
+    async fn settle(&mut self) -> Result<bool> {
+        let deadline = tokio::time::Instant::now() + self.settle_cap;
+        // 1. Let the page react to the input: one animation frame plus a task turn. Errors
+        //    mean the document is being replaced, which the network wait below covers.
+        let frame = self.eval("new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)))");
+        let _frame = tokio::time::timeout_at(deadline, frame).await;
+        // 2. Wait for the network to go quiet and the main frame to finish loading.
+        self.net.drain();
+        while !self.net.quiet() {
+            match tokio::time::timeout_at(deadline, self.net.events.next()).await {
+                Ok(Some(ev)) => {
+                    self.net.apply(ev);
+                    self.net.drain();
+                }
+                Ok(None) => return Err(Error::SessionClosed("page event stream ended".into())),
+                Err(_) => {
+                    if std::env::var_os("CORDON_DEBUG").is_some() { eprintln!("cap: inflight {:?} loading {}", self.net.inflight, self.net.loading); }
+                    // Cap reached (long poll, streaming, endless loading): capture anyway.
+                    self.net.inflight.clear();
+                    self.net.loading = false;
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    async fn capture(&mut self, plan: &CapturePlan, format: ImageFormat) -> Result<EncodedImage> {
+        // The clip is in document coordinates: add the scroll offset.
+        let metrics = self
+            .page
+            .execute(GetLayoutMetricsParams::default())
+            .await
+            .map_err(cdp)?;
+        let vv = &metrics.result.css_visual_viewport;
+        let (cdp_format, quality) = match format {
+            ImageFormat::Png => (CaptureScreenshotFormat::Png, None),
+            ImageFormat::Jpeg { quality } => (CaptureScreenshotFormat::Jpeg, Some(i64::from(quality))),
+        };
+        let params = CaptureScreenshotParams {
+            format: Some(cdp_format),
+            quality,
+            clip: Some(Viewport {
+                x: plan.clip.x + vv.page_x,
+                y: plan.clip.y + vv.page_y,
+                width: plan.clip.width,
+                height: plan.clip.height,
+                scale: plan.scale,
+            }),
+            from_surface: Some(true),
+            capture_beyond_viewport: Some(false),
+            optimize_for_speed: Some(true),
+        };
+        let shot = self.page.execute(params).await.map_err(cdp)?;
+        let b64: &str = shot.result.data.as_ref();
+        let data = base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .map_err(|e| Error::Browser(format!("screenshot data: {e}")))?;
+        fit(data, format, plan.out, format)
+    }
+}

@@ -1,0 +1,540 @@
+//! The step loop: decode → scale → gate → run → settle → capture → report (→ trajectory).
+//!
+//! [`Computer`] is generic over a [`Backend`] that runs screen-space [`Op`]s, so the gate,
+//! approval and scaling logic is the same for Chromium and for a desktop backend.
+
+use crate::display::{CapturePlan, CssPoint, Scaler};
+use crate::error::{ActionError, Error, Result};
+use crate::gate::{Decision, ElementInfo, GateContext, Navigation, Rules, Verdict};
+use crate::image::{EncodedImage, ImageFormat};
+use crate::ops::{Capture, Lowerer, Op};
+use crate::origin::{OriginPolicy, origin_of};
+use crate::trajectory::TrajectoryWriter;
+use cordon_protocol::computer::{Action, ComputerCall, ComputerOutput, SafetyCheck, Screenshot};
+use serde::{Deserialize, Serialize};
+use std::time::Instant;
+
+/// What executes screen-space operations: a browser page, an X display.
+#[allow(
+    async_fn_in_trait,
+    reason = "used generically inside this workspace; no dyn or Send bound is needed"
+)]
+pub trait Backend {
+    /// Short name for messages (`browser`, `desktop`).
+    fn name(&self) -> &'static str;
+    /// The mapping between the model display and this screen.
+    fn scaler(&self) -> Scaler;
+    /// What the session may reach (checked before explicit navigations, so the model gets
+    /// a clear refusal instead of an error page).
+    fn policy(&self) -> &OriginPolicy;
+    /// The element under a point (for the gates).
+    async fn element_at(&mut self, at: CssPoint) -> Result<Option<ElementInfo>>;
+    /// The element that has keyboard focus.
+    async fn focused_element(&mut self) -> Result<Option<ElementInfo>>;
+    async fn current_url(&mut self) -> Result<String>;
+    async fn run(&mut self, op: &Op) -> Result<()>;
+    /// Waits until the screen stops changing on its own, up to a cap. Returns false if the
+    /// cap was hit.
+    async fn settle(&mut self) -> Result<bool>;
+    async fn capture(&mut self, plan: &CapturePlan, format: ImageFormat) -> Result<EncodedImage>;
+}
+
+/// How a step ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Status {
+    Ok,
+    Error,
+    ApprovalRequired,
+    Denied,
+}
+
+/// A step waiting for a human.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingApproval {
+    pub id: String,
+    pub rule: String,
+    pub reason: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub element: Option<String>,
+    /// Which action of the call is waiting (earlier ones of a batch already ran).
+    pub action_index: usize,
+    pub action: String,
+}
+
+/// Milliseconds per phase.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Timings {
+    pub gate: f64,
+    pub act: f64,
+    pub settle: f64,
+    pub capture: f64,
+    pub total: f64,
+}
+
+/// The outcome of one step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct StepReport {
+    pub step: u64,
+    pub status: Status,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_url: Option<String>,
+    #[serde(skip)]
+    pub screenshot: Option<EncodedImage>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending: Option<PendingApproval>,
+    /// The approval this step resolved (set by approve/deny).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolves: Option<String>,
+    /// The gate verdict for each action that reached the gate.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gates: Vec<Verdict>,
+    /// What ran, in screen coordinates.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub screen_ops: Vec<Op>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub acknowledged_safety_checks: Vec<SafetyCheck>,
+    /// False when the page did not settle before the cap.
+    pub settled: bool,
+    pub timings_ms: Timings,
+}
+
+impl StepReport {
+    fn new(step: u64, call: &ComputerCall) -> Self {
+        Self {
+            step,
+            status: Status::Ok,
+            call_id: call.call_id.clone(),
+            error: None,
+            current_url: None,
+            screenshot: None,
+            text: None,
+            pending: None,
+            resolves: None,
+            gates: Vec::new(),
+            screen_ops: Vec::new(),
+            acknowledged_safety_checks: Vec::new(),
+            settled: true,
+            timings_ms: Timings::default(),
+        }
+    }
+
+    /// The model-facing output, ready for a vendor encoder.
+    pub fn to_output(&self) -> ComputerOutput {
+        ComputerOutput {
+            screenshot: self.screenshot.as_ref().map(|s| Screenshot {
+                media_type: s.format.media_type().into(),
+                data: s.data.clone(),
+                width: s.size.width,
+                height: s.size.height,
+            }),
+            current_url: self.current_url.clone(),
+            error: self.error.clone(),
+            text: self.text.clone(),
+            acknowledged_safety_checks: self.acknowledged_safety_checks.clone(),
+        }
+    }
+}
+
+/// Settings of the step loop.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct EngineOptions {
+    pub rules: Rules,
+    pub format: ImageFormat,
+    /// Where Gemini's `search` goes.
+    pub search_url: String,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        Self {
+            rules: Rules::default(),
+            format: ImageFormat::Png,
+            search_url: "https://duckduckgo.com/".into(),
+        }
+    }
+}
+
+struct Pending {
+    id: String,
+    call: ComputerCall,
+    index: usize,
+    /// The verdict that asked (so the trajectory shows what was approved).
+    verdict: Verdict,
+}
+
+/// A computer-use session over a backend.
+pub struct Computer<B> {
+    backend: B,
+    opts: EngineOptions,
+    lowerer: Lowerer,
+    step: u64,
+    pending: Option<Pending>,
+    next_pending: u64,
+    trajectory: Option<TrajectoryWriter>,
+    resolving: Option<String>,
+}
+
+impl<B> std::fmt::Debug for Computer<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Computer")
+            .field("step", &self.step)
+            .field("pending", &self.pending.as_ref().map(|p| &p.id))
+            .finish_non_exhaustive()
+    }
+}
+
+fn ms(since: Instant) -> f64 {
+    since.elapsed().as_secs_f64() * 1000.0
+}
+
+impl<B: Backend> Computer<B> {
+    pub fn new(backend: B, opts: EngineOptions) -> Self {
+        let lowerer = Lowerer {
+            scaler: backend.scaler(),
+            space: Default::default(),
+            pointer: CssPoint { x: 0.0, y: 0.0 },
+            search_url: opts.search_url.clone(),
+        };
+        Self {
+            backend,
+            opts,
+            lowerer,
+            step: 0,
+            pending: None,
+            next_pending: 1,
+            trajectory: None,
+            resolving: None,
+        }
+    }
+
+    /// Records every step from now on.
+    pub fn record(&mut self, writer: TrajectoryWriter) {
+        self.trajectory = Some(writer);
+    }
+
+    pub fn backend(&self) -> &B {
+        &self.backend
+    }
+
+    pub fn backend_mut(&mut self) -> &mut B {
+        &mut self.backend
+    }
+
+    pub fn into_backend(self) -> B {
+        self.backend
+    }
+
+    pub fn scaler(&self) -> Scaler {
+        self.backend.scaler()
+    }
+
+    /// The id of the step waiting for approval, if any.
+    pub fn pending_id(&self) -> Option<&str> {
+        self.pending.as_ref().map(|p| p.id.as_str())
+    }
+
+    /// Runs one call. Model-visible problems come back as a report with status `error`
+    /// (or `denied`/`approval_required`); `Err` means the session is broken.
+    pub async fn step(&mut self, call: ComputerCall, raw: Option<&serde_json::Value>) -> Result<StepReport> {
+        if let Some(id) = self.pending.as_ref().map(|p| p.id.clone()) {
+            let waiting = self.step;
+            let mut report = self.new_report(&call);
+            report.status = Status::Error;
+            report.error = Some(format!(
+                "step {waiting} waits for approval `{id}`: approve or deny it first"
+            ));
+            return self.finish(report, &call, raw, None).await;
+        }
+        self.run_call(call, 0, false, raw).await
+    }
+
+    /// Approves the pending step: it resumes where it stopped (the asking action runs).
+    pub async fn approve(&mut self, id: &str) -> Result<StepReport> {
+        let p = self.take_pending(id)?;
+        self.resolving = Some(p.id.clone());
+        let out = self.run_call(p.call, p.index, true, None).await;
+        self.resolving = None;
+        out
+    }
+
+    /// Refuses the pending step; nothing more of it runs.
+    pub async fn deny(&mut self, id: &str) -> Result<StepReport> {
+        let p = self.take_pending(id)?;
+        let mut report = self.new_report(&p.call);
+        report.status = Status::Denied;
+        report.resolves = Some(p.id.clone());
+        report.error = Some(
+            ActionError::Denied {
+                rule: p.verdict.rule.clone().unwrap_or_default(),
+                reason: format!("the user declined: {}", p.verdict.reason),
+            }
+            .to_string(),
+        );
+        report.gates.push(p.verdict);
+        let call = p.call;
+        self.finish(report, &call, None, None).await
+    }
+
+    fn take_pending(&mut self, id: &str) -> Result<Pending> {
+        match self.pending.take() {
+            Some(p) if p.id == id => Ok(p),
+            other => {
+                self.pending = other;
+                Err(ActionError::NoSuchApproval(id.to_owned()).into())
+            }
+        }
+    }
+
+    fn new_report(&mut self, call: &ComputerCall) -> StepReport {
+        self.step += 1;
+        let mut r = StepReport::new(self.step, call);
+        r.resolves = self.resolving.clone();
+        r
+    }
+
+    async fn run_call(
+        &mut self,
+        call: ComputerCall,
+        start: usize,
+        approved: bool,
+        raw: Option<&serde_json::Value>,
+    ) -> Result<StepReport> {
+        let t0 = Instant::now();
+        let mut report = self.new_report(&call);
+        self.lowerer.space = call.coords;
+        self.lowerer.scaler = self.backend.scaler();
+        if approved {
+            report.acknowledged_safety_checks = call.safety_checks.clone();
+        }
+        // Vendor safety checks ask before anything runs, like an `ask` rule.
+        if start == 0 && !approved && !call.safety_checks.is_empty() {
+            let reason = call
+                .safety_checks
+                .iter()
+                .map(|c| {
+                    c.message
+                        .clone()
+                        .or_else(|| c.code.clone())
+                        .unwrap_or_else(|| c.id.clone())
+                })
+                .collect::<Vec<_>>()
+                .join("; ");
+            let verdict = Verdict {
+                decision: Decision::Ask,
+                rule: Some("vendor-safety-check".into()),
+                reason,
+                element: None,
+            };
+            return self.ask(report, call, 0, verdict, raw).await;
+        }
+        let mut capture = Capture::Screen;
+        let mut gate_ms = 0.0;
+        let mut act_ms = 0.0;
+        for index in start..call.actions.len() {
+            let action = &call.actions[index];
+            let lowered = match self.lowerer.lower(action) {
+                Ok(l) => l,
+                Err(e) => return self.action_error(report, &call, raw, e).await,
+            };
+            let tg = Instant::now();
+            let verdict = match self.gate(action, &lowered).await? {
+                Ok(v) => v,
+                Err(e) => return self.action_error(report, &call, raw, e).await,
+            };
+            gate_ms += ms(tg);
+            let skip_ask = approved && index == start;
+            match verdict.decision {
+                Decision::Deny => {
+                    report.status = Status::Denied;
+                    report.error = Some(
+                        ActionError::Denied {
+                            rule: verdict.rule.clone().unwrap_or_default(),
+                            reason: verdict.reason.clone(),
+                        }
+                        .to_string(),
+                    );
+                    report.gates.push(verdict);
+                    report.timings_ms.gate = gate_ms;
+                    return self.finish(report, &call, raw, None).await;
+                }
+                Decision::Ask if !skip_ask => {
+                    report.timings_ms.gate = gate_ms;
+                    return self.ask(report, call, index, verdict, raw).await;
+                }
+                Decision::Ask => {
+                    report.gates.push(Verdict {
+                        reason: format!("approved: {}", verdict.reason),
+                        ..verdict
+                    });
+                }
+                _ => report.gates.push(verdict),
+            }
+            let ta = Instant::now();
+            for op in &lowered.ops {
+                if std::env::var_os("CORDON_DEBUG").is_some() { eprintln!("op {op:?}"); }
+                self.backend.run(op).await?;
+                if std::env::var_os("CORDON_DEBUG").is_some() { eprintln!("op done {:?}", ta.elapsed()); }
+            }
+            act_ms += ms(ta);
+            report.screen_ops.extend(lowered.ops);
+            if lowered.text.is_some() {
+                report.text = lowered.text;
+            }
+            capture = lowered.capture;
+        }
+        report.timings_ms.gate = gate_ms;
+        report.timings_ms.act = act_ms;
+        let ts = Instant::now();
+        if std::env::var_os("CORDON_DEBUG").is_some() { eprintln!("settle"); }
+        report.settled = self.backend.settle().await?;
+        if std::env::var_os("CORDON_DEBUG").is_some() { eprintln!("settled {:?}", ts.elapsed()); }
+        report.timings_ms.settle = ms(ts);
+        let tc = Instant::now();
+        let plan = match capture {
+            Capture::Screen => self.backend.scaler().capture_plan(),
+            Capture::Zoom(plan) => plan,
+        };
+        report.screenshot = Some(self.backend.capture(&plan, self.opts.format).await?);
+        report.timings_ms.capture = ms(tc);
+        report.current_url = Some(self.backend.current_url().await?);
+        report.timings_ms.total = ms(t0);
+        self.finish(report, &call, raw, None).await
+    }
+
+    async fn ask(
+        &mut self,
+        mut report: StepReport,
+        call: ComputerCall,
+        index: usize,
+        verdict: Verdict,
+        raw: Option<&serde_json::Value>,
+    ) -> Result<StepReport> {
+        let id = format!("appr-{}", self.next_pending);
+        self.next_pending += 1;
+        report.status = Status::ApprovalRequired;
+        report.pending = Some(PendingApproval {
+            id: id.clone(),
+            rule: verdict.rule.clone().unwrap_or_default(),
+            reason: verdict.reason.clone(),
+            element: verdict.element.clone(),
+            action_index: index,
+            action: call
+                .actions
+                .get(index)
+                .map_or("call", Action::kind)
+                .to_owned(),
+        });
+        report.gates.push(verdict.clone());
+        report.current_url = self.backend.current_url().await.ok();
+        let out = self.finish(report, &call, raw, None).await;
+        self.pending = Some(Pending {
+            id,
+            call,
+            index,
+            verdict,
+        });
+        out
+    }
+
+    async fn action_error(
+        &mut self,
+        mut report: StepReport,
+        call: &ComputerCall,
+        raw: Option<&serde_json::Value>,
+        e: ActionError,
+    ) -> Result<StepReport> {
+        report.status = Status::Error;
+        report.error = Some(e.to_string());
+        report.current_url = self.backend.current_url().await.ok();
+        self.finish(report, call, raw, None).await
+    }
+
+    async fn finish(
+        &mut self,
+        report: StepReport,
+        call: &ComputerCall,
+        raw: Option<&serde_json::Value>,
+        _note: Option<&str>,
+    ) -> Result<StepReport> {
+        if let Some(t) = &mut self.trajectory {
+            t.append(&report, call, raw)?;
+        }
+        Ok(report)
+    }
+
+    /// Gathers what the action touches and asks the rules. The inner `Err` is a
+    /// model-visible refusal (a blocked URL).
+    async fn gate(
+        &mut self,
+        action: &Action,
+        lowered: &crate::ops::Lowered,
+    ) -> Result<Result<Verdict, ActionError>> {
+        let kind = action.kind();
+        let element = match (kind, lowered.target) {
+            ("type" | "key", None) => self.backend.focused_element().await?,
+            ("type", Some(p)) => self.backend.element_at(p).await?,
+            (_, Some(p)) => self.backend.element_at(p).await?,
+            _ => None,
+        };
+        let current = self.backend.current_url().await.unwrap_or_default();
+        let mut navigation = None;
+        let target_url = lowered.navigates_to.clone().or_else(|| {
+            // A click on a link navigates too.
+            matches!(kind, "click" | "mouse_down" | "mouse_up")
+                .then(|| element.as_ref().and_then(|e| e.href.clone()))
+                .flatten()
+        });
+        if let Some(to) = target_url {
+            let explicit = lowered.navigates_to.is_some();
+            if explicit && let Err(refusal) = self.backend.policy().check(&to) {
+                return Ok(Err(ActionError::Blocked {
+                    url: to,
+                    reason: refusal.0,
+                }));
+            }
+            let new_origin = match (origin_of(&to), origin_of(&current)) {
+                (Some(a), Some(b)) => a != b,
+                (Some(_), None) => true,
+                _ => false,
+            };
+            navigation = Some(Navigation { to, new_origin });
+        } else if matches!(kind, "go_back" | "go_forward") {
+            navigation = Some(Navigation {
+                to: kind.replace('_', " "),
+                new_origin: false,
+            });
+        }
+        let chords = match action {
+            Action::Key { chords } => chords.clone(),
+            Action::HoldKey { keys, .. } => vec![keys.clone()],
+            Action::Click { modifiers, .. } if !modifiers.is_empty() => vec![modifiers.clone()],
+            _ => Vec::new(),
+        };
+        Ok(Ok(self.opts.rules.evaluate(&GateContext {
+            action,
+            element: element.as_ref(),
+            navigation,
+            chords,
+        })))
+    }
+}
+
+impl From<Error> for StepReport {
+    /// A fatal error as a report, for callers that print every step (the CLI).
+    fn from(e: Error) -> Self {
+        let mut r = StepReport::new(0, &ComputerCall::native(Action::Screenshot));
+        r.status = Status::Error;
+        r.error = Some(e.to_string());
+        r
+    }
+}

@@ -1,0 +1,159 @@
+//! The screenshot pipeline's last mile: make sure the model gets exactly the planned size in
+//! the requested format. Chromium usually delivers that already (CDP `clip.scale`); when it
+//! cannot (another aspect ratio, rounding), we resize with `fast_image_resize` (SIMD, ~2 ms
+//! for 1280×800 → 1024×640, against ~20–40 ms for `image`'s resizer) and re-encode.
+
+use crate::display::Size;
+use crate::error::{Error, Result};
+use fast_image_resize as fir;
+use image::ImageEncoder as _;
+use serde::{Deserialize, Serialize};
+
+/// The encoding the model receives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "format", rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum ImageFormat {
+    Png,
+    Jpeg { quality: u8 },
+}
+
+impl ImageFormat {
+    pub const JPEG: Self = Self::Jpeg { quality: 80 };
+
+    pub fn media_type(self) -> &'static str {
+        match self {
+            Self::Png => "image/png",
+            Self::Jpeg { .. } => "image/jpeg",
+        }
+    }
+
+    pub fn extension(self) -> &'static str {
+        match self {
+            Self::Png => "png",
+            Self::Jpeg { .. } => "jpg",
+        }
+    }
+
+    /// `png`, `jpeg`, `jpeg:90`.
+    pub fn parse(s: &str) -> Option<Self> {
+        let (name, q) = s.split_once(':').unwrap_or((s, "80"));
+        match name.to_ascii_lowercase().as_str() {
+            "png" => Some(Self::Png),
+            "jpeg" | "jpg" => Some(Self::Jpeg {
+                quality: q.parse().ok().filter(|q| (1..=100).contains(q))?,
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// An encoded image as sent to the model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EncodedImage {
+    pub data: Vec<u8>,
+    pub size: Size,
+    pub format: ImageFormat,
+    /// Whether we had to resize (the capture was not already at the model size).
+    pub resized: bool,
+}
+
+fn img_err(e: impl std::fmt::Display) -> Error {
+    Error::Image(e.to_string())
+}
+
+/// Reads the pixel size from the image header without decoding.
+pub fn dimensions(data: &[u8]) -> Result<Size> {
+    let (w, h) = image::ImageReader::new(std::io::Cursor::new(data))
+        .with_guessed_format()
+        .map_err(img_err)?
+        .into_dimensions()
+        .map_err(img_err)?;
+    Ok(Size::new(w, h))
+}
+
+/// Returns `data` (encoded as `captured_as`) as exactly `want` in `format`.
+pub fn fit(data: Vec<u8>, captured_as: ImageFormat, want: Size, format: ImageFormat) -> Result<EncodedImage> {
+    let size = dimensions(&data)?;
+    if size == want && captured_as == format {
+        return Ok(EncodedImage {
+            data,
+            size,
+            format,
+            resized: false,
+        });
+    }
+    let rgb = image::load_from_memory(&data).map_err(img_err)?.into_rgb8();
+    let resized = size != want;
+    let pixels = if resized {
+        resize_rgb(rgb.into_raw(), size, want)?
+    } else {
+        rgb.into_raw()
+    };
+    Ok(EncodedImage {
+        data: encode_rgb(&pixels, want, format)?,
+        size: want,
+        format,
+        resized,
+    })
+}
+
+/// Resizes packed RGB8 pixels.
+pub fn resize_rgb(pixels: Vec<u8>, from: Size, to: Size) -> Result<Vec<u8>> {
+    let src = fir::images::Image::from_vec_u8(from.width, from.height, pixels, fir::PixelType::U8x3)
+        .map_err(img_err)?;
+    let mut dst = fir::images::Image::new(to.width, to.height, fir::PixelType::U8x3);
+    // Bilinear is sharp enough for UI text at these ratios and the cheapest convolution.
+    let opts = fir::ResizeOptions::new()
+        .resize_alg(fir::ResizeAlg::Convolution(fir::FilterType::Bilinear));
+    fir::Resizer::new()
+        .resize(&src, &mut dst, &opts)
+        .map_err(img_err)?;
+    Ok(dst.into_vec())
+}
+
+/// Encodes packed RGB8 pixels.
+pub fn encode_rgb(pixels: &[u8], size: Size, format: ImageFormat) -> Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(pixels.len() / 4);
+    match format {
+        ImageFormat::Png => image::codecs::png::PngEncoder::new_with_quality(
+            &mut out,
+            image::codecs::png::CompressionType::Fast,
+            image::codecs::png::FilterType::Adaptive,
+        )
+        .write_image(pixels, size.width, size.height, image::ExtendedColorType::Rgb8)
+        .map_err(img_err)?,
+        ImageFormat::Jpeg { quality } => image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, quality)
+            .write_image(pixels, size.width, size.height, image::ExtendedColorType::Rgb8)
+            .map_err(img_err)?,
+    }
+    Ok(out)
+}
+
+/// Decodes any PNG/JPEG into RGB8 (for comparisons in replay).
+pub fn decode_rgb(data: &[u8]) -> Result<(Size, Vec<u8>)> {
+    let rgb = image::load_from_memory(data).map_err(img_err)?.into_rgb8();
+    Ok((Size::new(rgb.width(), rgb.height()), rgb.into_raw()))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+    use super::*;
+
+    #[test]
+    fn fit_resizes_and_reencodes_to_the_planned_size() {
+        let from = Size::new(40, 20);
+        let pixels: Vec<u8> = (0..40 * 20).flat_map(|i| [(i % 251) as u8, 0, 255]).collect();
+        let png = encode_rgb(&pixels, from, ImageFormat::Png).unwrap();
+        let same = fit(png.clone(), ImageFormat::Png, from, ImageFormat::Png).unwrap();
+        assert!(!same.resized);
+        assert_eq!(same.data, png);
+        let out = fit(png, ImageFormat::Png, Size::new(30, 20), ImageFormat::JPEG).unwrap();
+        assert!(out.resized);
+        assert_eq!(dimensions(&out.data).unwrap(), Size::new(30, 20));
+        assert_eq!(&out.data[..2], &[0xFF, 0xD8], "JPEG magic");
+        assert_eq!(ImageFormat::parse("jpeg:90"), Some(ImageFormat::Jpeg { quality: 90 }));
+        assert_eq!(ImageFormat::parse("gif"), None);
+    }
+}

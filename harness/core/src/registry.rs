@@ -1,0 +1,524 @@
+//! The tool registry: declared tools, checked once when declared, with their input schemas
+//! compiled so every call is validated without re-reading the schema.
+//!
+//! Everything a tools file can get wrong is caught here, before any code runs, and each
+//! [`RegistryError`] says what is wrong and where (file, line:column, `tools[i].field`).
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use cordon_guest::abi::{ToolErrorKind, ToolFailure};
+use cordon_protocol::tool::{HandlerSpec, ToolDeclaration, ToolsFile};
+use serde_json::Value;
+
+/// Longest tool name accepted.
+pub const MAX_TOOL_NAME_LEN: usize = 128;
+
+/// Violations listed in one `invalid_input` message; more are summarized as a count so a
+/// hostile input cannot produce an unbounded message.
+const MAX_LISTED_VIOLATIONS: usize = 20;
+/// Characters kept of one violation's text (it may quote a huge input value).
+const MAX_VIOLATION_CHARS: usize = 300;
+
+/// Where declarations came from when they were not read from a file.
+const IN_MEMORY_ORIGIN: &str = "tool declarations";
+
+/// A set of declared tools, in declaration order, with unique names.
+///
+/// Cloning copies one `Arc` per tool; callers that share a registry across executions wrap
+/// it in an `Arc` (as [`crate::Dispatcher::new`] takes it).
+#[derive(Debug, Clone, Default)]
+pub struct ToolRegistry {
+    tools: Vec<Arc<RegisteredTool>>,
+    by_name: HashMap<String, usize>,
+}
+
+/// One declared tool, with its input schema compiled.
+#[derive(Debug)]
+pub struct RegisteredTool {
+    /// The declaration as written.
+    pub declaration: ToolDeclaration,
+    validator: jsonschema::Validator,
+    /// A `static` handler's result as JSON text, serialized once: static tools back the
+    /// per-call overhead benchmark, so they should cost no serialization per call.
+    static_text: Option<Arc<str>>,
+}
+
+/// A tools file or declaration that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RegistryError {
+    /// The tools file could not be read.
+    #[error("cannot read tools file {path}: {source}")]
+    Read {
+        /// The path as given.
+        path: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The text is not JSON.
+    #[error("{origin}:{line}:{column}: not valid JSON: {message}")]
+    Syntax {
+        /// File path (or other origin) of the text.
+        origin: String,
+        /// 1-based line of the error.
+        line: usize,
+        /// 1-based column of the error.
+        column: usize,
+        /// What the parser expected.
+        message: String,
+    },
+    /// The JSON does not have the shape of a tools file.
+    #[error("{origin}:{line}:{column}: {at}{message}{hint}", at = shape_at(path), hint = shape_hint(path))]
+    Shape {
+        /// File path (or other origin) of the text.
+        origin: String,
+        /// 1-based line where the mismatch was detected.
+        line: usize,
+        /// 1-based column where the mismatch was detected.
+        column: usize,
+        /// Where in the document, e.g. `tools[2].handler` (`.` for the top level).
+        path: String,
+        /// What was wrong there.
+        message: String,
+    },
+    /// Two tools share a name.
+    #[error(
+        "{origin}: tools[{index}]: tool `{name}` is already declared{first}; tool names must be unique",
+        first = match first { Some(i) => format!(" at tools[{i}]"), None => String::new() }
+    )]
+    DuplicateName {
+        /// File path or other origin.
+        origin: String,
+        /// Index of the second declaration.
+        index: usize,
+        /// The repeated name.
+        name: String,
+        /// Index of the first declaration when it is in the same list (`None` when it
+        /// was registered earlier).
+        first: Option<usize>,
+    },
+    /// A tool name code could not call, or that is too long.
+    #[error(
+        "{origin}: tools[{index}]: invalid tool name {name:?}: {reason}; a name is 1-{MAX_TOOL_NAME_LEN} \
+         characters of A-Z a-z 0-9 _ . - and does not start with a digit or a dot"
+    )]
+    InvalidName {
+        /// File path or other origin.
+        origin: String,
+        /// Index of the declaration.
+        index: usize,
+        /// The rejected name (as written).
+        name: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// `input_schema` is not a usable JSON Schema.
+    #[error(
+        "{origin}: tools[{index}] `{name}`: input_schema is not a valid JSON Schema: {message}"
+    )]
+    InvalidSchema {
+        /// File path or other origin.
+        origin: String,
+        /// Index of the declaration.
+        index: usize,
+        /// Tool name.
+        name: String,
+        /// What the schema compiler said.
+        message: String,
+    },
+    /// A `command` handler without a program.
+    #[error(
+        "{origin}: tools[{index}] `{name}`: handler.argv is empty; give the program and its arguments, e.g. [\"python3\", \"tool.py\"]"
+    )]
+    EmptyArgv {
+        /// File path or other origin.
+        origin: String,
+        /// Index of the declaration.
+        index: usize,
+        /// Tool name.
+        name: String,
+    },
+    /// An `http` handler whose URL cannot be POSTed to.
+    #[error("{origin}: tools[{index}] `{name}`: handler.url {url:?} {reason}")]
+    BadUrl {
+        /// File path or other origin.
+        origin: String,
+        /// Index of the declaration.
+        index: usize,
+        /// Tool name.
+        name: String,
+        /// The URL as written.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A handler timeout of zero, which would fail every call.
+    #[error("{origin}: tools[{index}] `{name}`: handler.timeout_ms must be at least 1")]
+    ZeroTimeout {
+        /// File path or other origin.
+        origin: String,
+        /// Index of the declaration.
+        index: usize,
+        /// Tool name.
+        name: String,
+    },
+}
+
+/// `tools[2].handler: ` before the message; nothing for the top level, which the hint covers.
+fn shape_at(path: &str) -> String {
+    if path == "." {
+        String::new()
+    } else {
+        format!("{path}: ")
+    }
+}
+
+fn shape_hint(path: &str) -> &'static str {
+    if path == "." {
+        " (a tools file is an object: {\"tools\": [{\"name\": …, \"handler\": {\"kind\": …}}]})"
+    } else {
+        ""
+    }
+}
+
+impl ToolRegistry {
+    /// Checks and compiles `decls`.
+    pub fn new(decls: Vec<ToolDeclaration>) -> Result<Self, RegistryError> {
+        let mut registry = ToolRegistry::empty();
+        registry.add(decls, IN_MEMORY_ORIGIN)?;
+        Ok(registry)
+    }
+
+    /// Parses a tools file's text. `origin` (usually the file path) prefixes every message.
+    pub fn from_json(text: &str, origin: &str) -> Result<Self, RegistryError> {
+        let file = parse_tools_file(text, origin)?;
+        let mut registry = ToolRegistry::empty();
+        registry.add(file.tools, origin)?;
+        Ok(registry)
+    }
+
+    /// Reads and parses a tools file.
+    pub fn from_file(path: &Path) -> Result<Self, RegistryError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| RegistryError::Read {
+            path: shown.clone(),
+            source,
+        })?;
+        ToolRegistry::from_json(&text, &shown)
+    }
+
+    /// A registry with no tools.
+    pub fn empty() -> Self {
+        ToolRegistry::default()
+    }
+
+    /// Tool names in declaration order.
+    pub fn names(&self) -> Vec<&str> {
+        self.tools.iter().map(|tool| tool.name()).collect()
+    }
+
+    /// The tool called `name`.
+    pub fn get(&self, name: &str) -> Option<&RegisteredTool> {
+        self.by_name.get(name).map(|&index| &*self.tools[index])
+    }
+
+    /// Every tool, in declaration order.
+    pub fn iter(&self) -> impl Iterator<Item = &RegisteredTool> {
+        self.tools.iter().map(|tool| &**tool)
+    }
+
+    /// Number of tools.
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    /// Whether there are no tools.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+
+    /// Adds more tools (e.g. those of a connected MCP server). All or nothing: on error the
+    /// registry is unchanged.
+    pub fn extend(&mut self, decls: Vec<ToolDeclaration>) -> Result<(), RegistryError> {
+        self.add(decls, IN_MEMORY_ORIGIN)
+    }
+
+    fn add(&mut self, decls: Vec<ToolDeclaration>, origin: &str) -> Result<(), RegistryError> {
+        // Check everything before touching `self`, so a failed extend leaves no half-added set.
+        let mut batch: HashMap<&str, usize> = HashMap::new();
+        for (index, decl) in decls.iter().enumerate() {
+            check_name(&decl.name).map_err(|reason| RegistryError::InvalidName {
+                origin: origin.to_owned(),
+                index,
+                name: decl.name.clone(),
+                reason,
+            })?;
+            let duplicate_of = if self.by_name.contains_key(&decl.name) {
+                Some(None)
+            } else {
+                batch.get(decl.name.as_str()).map(|&first| Some(first))
+            };
+            if let Some(first) = duplicate_of {
+                return Err(RegistryError::DuplicateName {
+                    origin: origin.to_owned(),
+                    index,
+                    name: decl.name.clone(),
+                    first,
+                });
+            }
+            batch.insert(&decl.name, index);
+        }
+        let mut compiled = Vec::with_capacity(decls.len());
+        for (index, decl) in decls.into_iter().enumerate() {
+            compiled.push(RegisteredTool::compile(decl, origin, index)?);
+        }
+        for tool in compiled {
+            self.by_name
+                .insert(tool.declaration.name.clone(), self.tools.len());
+            self.tools.push(Arc::new(tool));
+        }
+        Ok(())
+    }
+}
+
+impl RegisteredTool {
+    fn compile(
+        declaration: ToolDeclaration,
+        origin: &str,
+        index: usize,
+    ) -> Result<Self, RegistryError> {
+        let name = declaration.name.clone();
+        let schema_error = |message: String| RegistryError::InvalidSchema {
+            origin: origin.to_owned(),
+            index,
+            name: name.clone(),
+            message,
+        };
+        check_describes_object(&declaration.input_schema).map_err(schema_error)?;
+        // Offline: a tools file must not make Cordon read files or fetch URLs through `$ref`.
+        let validator = jsonschema::options()
+            .offline()
+            .build(&declaration.input_schema)
+            .map_err(|error| schema_error(error.to_string()))?;
+        let static_text = match &declaration.handler {
+            HandlerSpec::Static { result } => Some(Arc::from(result.to_string())),
+            HandlerSpec::Command { argv, timeout_ms } => {
+                if argv.is_empty() || argv[0].is_empty() {
+                    return Err(RegistryError::EmptyArgv {
+                        origin: origin.to_owned(),
+                        index,
+                        name,
+                    });
+                }
+                check_timeout(*timeout_ms, origin, index, &name)?;
+                None
+            }
+            HandlerSpec::Http { url, timeout_ms } => {
+                check_url(url).map_err(|reason| RegistryError::BadUrl {
+                    origin: origin.to_owned(),
+                    index,
+                    name: name.clone(),
+                    url: url.clone(),
+                    reason,
+                })?;
+                check_timeout(*timeout_ms, origin, index, &name)?;
+                None
+            }
+            _ => None,
+        };
+        Ok(RegisteredTool {
+            declaration,
+            validator,
+            static_text,
+        })
+    }
+
+    /// The tool's name.
+    pub fn name(&self) -> &str {
+        &self.declaration.name
+    }
+
+    /// Checks `input` against the input schema. The error lists every violation with its
+    /// JSON pointer, e.g. `/city: 5 is not of type "string"`.
+    pub fn validate_input(&self, input: &Value) -> Result<(), ToolFailure> {
+        if !input.is_object() {
+            return Err(ToolFailure {
+                kind: ToolErrorKind::InvalidInput,
+                message: format!(
+                    "input of `{}` must be a JSON object of named arguments, got {}",
+                    self.name(),
+                    json_type(input)
+                ),
+            });
+        }
+        // The fast check allocates nothing; only failures pay for collecting messages.
+        if self.validator.is_valid(input) {
+            return Ok(());
+        }
+        let mut listed = Vec::new();
+        let mut total = 0usize;
+        for error in self.validator.iter_errors(input) {
+            total += 1;
+            if listed.len() < MAX_LISTED_VIOLATIONS {
+                let text = truncate_chars(&error.to_string(), MAX_VIOLATION_CHARS);
+                let pointer = error.instance_path().to_string();
+                listed.push(if pointer.is_empty() {
+                    text
+                } else {
+                    format!("{pointer}: {text}")
+                });
+            }
+        }
+        let mut message = format!(
+            "input does not match the schema of `{}`: {}",
+            self.name(),
+            listed.join("; ")
+        );
+        if total > listed.len() {
+            message.push_str(&format!(" (and {} more)", total - listed.len()));
+        }
+        Err(ToolFailure {
+            kind: ToolErrorKind::InvalidInput,
+            message,
+        })
+    }
+
+    pub(crate) fn static_text(&self) -> Option<&Arc<str>> {
+        self.static_text.as_ref()
+    }
+}
+
+fn parse_tools_file(text: &str, origin: &str) -> Result<ToolsFile, RegistryError> {
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let file: ToolsFile = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+        let path = error.path().to_string();
+        let inner = error.into_inner();
+        let (line, column) = (inner.line(), inner.column());
+        let message = strip_position(&inner.to_string());
+        if inner.is_syntax() || inner.is_eof() {
+            RegistryError::Syntax {
+                origin: origin.to_owned(),
+                line,
+                column,
+                message,
+            }
+        } else {
+            RegistryError::Shape {
+                origin: origin.to_owned(),
+                line,
+                column,
+                path,
+                message,
+            }
+        }
+    })?;
+    // Trailing text after the object (`{"tools": []} x`) is a syntax error too.
+    deserializer.end().map_err(|error| RegistryError::Syntax {
+        origin: origin.to_owned(),
+        line: error.line(),
+        column: error.column(),
+        message: strip_position(&error.to_string()),
+    })?;
+    Ok(file)
+}
+
+/// serde_json appends " at line L column C"; the error message puts the position first.
+fn strip_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(at) => message[..at].to_owned(),
+        None => message.to_owned(),
+    }
+}
+
+fn check_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("it is empty".into());
+    }
+    if name.chars().count() > MAX_TOOL_NAME_LEN {
+        return Err(format!("it is longer than {MAX_TOOL_NAME_LEN} characters"));
+    }
+    if let Some(bad) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || "_.-".contains(*c)))
+    {
+        return Err(format!("it contains {bad:?}"));
+    }
+    if name.starts_with(|c: char| c.is_ascii_digit() || c == '.') {
+        return Err("it starts with a digit or a dot".into());
+    }
+    Ok(())
+}
+
+/// Inputs are always objects of named arguments, so a schema whose `type` excludes
+/// objects could never accept a call: say so at declaration time.
+fn check_describes_object(schema: &Value) -> Result<(), String> {
+    let Some(declared) = schema.get("type") else {
+        return Ok(());
+    };
+    let allows_object = match declared {
+        Value::String(kind) => kind == "object",
+        Value::Array(kinds) => kinds.iter().any(|kind| kind == "object"),
+        _ => true, // a malformed `type` is reported by the schema compiler
+    };
+    if allows_object {
+        Ok(())
+    } else {
+        Err(format!(
+            "tool inputs are objects of named arguments, but its type is {declared}"
+        ))
+    }
+}
+
+fn check_url(url: &str) -> Result<(), String> {
+    let parsed = url::Url::parse(url).map_err(|error| format!("is not a URL: {error}"))?;
+    match parsed.scheme() {
+        "http" | "https" => {}
+        other => {
+            return Err(format!(
+                "has scheme `{other}`; only http and https are supported"
+            ));
+        }
+    }
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err("has no host".into());
+    }
+    Ok(())
+}
+
+fn check_timeout(
+    timeout_ms: u64,
+    origin: &str,
+    index: usize,
+    name: &str,
+) -> Result<(), RegistryError> {
+    if timeout_ms == 0 {
+        return Err(RegistryError::ZeroTimeout {
+            origin: origin.to_owned(),
+            index,
+            name: name.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+pub(crate) fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// At most `max` characters of `text`, with `…` when cut.
+pub(crate) fn truncate_chars(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}

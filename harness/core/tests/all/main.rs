@@ -1,0 +1,13 @@
+//! cordon-core integration tests: one binary, one module per area.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod batch;
+mod client;
+mod handlers;
+mod policy;
+mod registry;
+mod validation;

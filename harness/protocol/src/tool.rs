@@ -1,0 +1,111 @@
+//! Tool declarations: what a tool is called, what it accepts, who may call it, what runs it.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A tools file: `{"tools": [ToolDeclaration, ...]}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsFile {
+    /// The declared tools; names are unique.
+    pub tools: Vec<ToolDeclaration>,
+}
+
+/// One tool, exactly as written in a tools file or an API request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolDeclaration {
+    /// Name code calls it by (`get_weather`, or `server.tool` for connected servers).
+    pub name: String,
+    /// What it does, for the model.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    /// JSON Schema of the input object; checked before every dispatch.
+    #[serde(default = "any_object_schema")]
+    pub input_schema: Value,
+    /// Who decides whether a call runs.
+    #[serde(default)]
+    pub policy: Policy,
+    /// What runs the call.
+    pub handler: HandlerSpec,
+}
+
+fn any_object_schema() -> Value {
+    serde_json::json!({"type": "object"})
+}
+
+/// Whether a call may run. When several rules apply, deny beats ask beats allow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Policy {
+    /// Runs without asking.
+    #[default]
+    Allow,
+    /// A human (or the caller) approves each call first.
+    Ask,
+    /// Never runs; the guest gets a `ToolError` of kind `denied`.
+    Deny,
+}
+
+impl Policy {
+    /// Combines two applicable policies: the stricter wins.
+    pub fn strictest(self, other: Policy) -> Policy {
+        self.max(other)
+    }
+}
+
+/// What executes a call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[non_exhaustive]
+pub enum HandlerSpec {
+    /// Returns a fixed JSON value (fixtures, tests, benchmarks).
+    Static {
+        /// The result of every call.
+        result: Value,
+    },
+    /// Runs `argv` on the host, outside the sandbox: JSON input on stdin, JSON result on
+    /// stdout. A non-zero exit is a tool error carrying stderr.
+    Command {
+        /// Program and arguments; no shell is involved.
+        argv: Vec<String>,
+        /// Kill the program after this long.
+        #[serde(default = "default_command_timeout_ms")]
+        timeout_ms: u64,
+    },
+    /// POSTs the JSON input to `url`; the JSON response body is the result.
+    Http {
+        /// Endpoint (http or https).
+        url: String,
+        /// Give up after this long.
+        #[serde(default = "default_command_timeout_ms")]
+        timeout_ms: u64,
+    },
+    /// Handed to the caller of Cordon: the execution suspends until the caller posts the
+    /// result (or the client-tool deadline passes).
+    Client {},
+}
+
+fn default_command_timeout_ms() -> u64 {
+    30_000
+}
+
+impl HandlerSpec {
+    /// Where calls to this tool run.
+    pub fn locus(&self) -> Locus {
+        match self {
+            HandlerSpec::Client {} => Locus::Client,
+            _ => Locus::Host,
+        }
+    }
+}
+
+/// Where a tool call runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Locus {
+    /// Inside Cordon's process (static, command, http handlers).
+    Host,
+    /// By whoever called Cordon, while the execution waits.
+    Client,
+}

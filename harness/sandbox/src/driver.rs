@@ -1,0 +1,334 @@
+//! Runs one execution on an instance and turns whatever happened into an
+//! [`ExecutionResult`]: the guest's own outcome, a limit, a cancellation or a fault.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cordon_core::dispatch::CallContext;
+use cordon_guest::abi::{self, Outcome};
+use cordon_protocol::execution::{
+    ErrorInfo, ExecutionEvent, ExecutionResult, ExecutionStatus, LimitKind, ResultEncoding, Usage,
+};
+use serde_json::Value;
+use wasmtime::{Instance, Store, Trap, UpdateDeadline};
+
+use crate::host::{self, HostState, MemoryGuard, RunState};
+use crate::image::GuestImage;
+use crate::meter::{CpuMetered, Meter, Stop};
+use crate::{Job, Sandbox};
+
+/// An instance with its store, kept by sessions between executions.
+pub(crate) struct LiveInstance {
+    store: Store<HostState>,
+    instance: Instance,
+}
+
+async fn instantiate(sandbox: &Sandbox, image: &GuestImage) -> Result<LiveInstance, String> {
+    let mut store = Store::new(&sandbox.shared.engine, HostState::new(Meter::new()));
+    // No cap while the snapshot's own memory is mapped; each execution sets its limit.
+    store.data_mut().memory.limit = usize::MAX;
+    store.limiter(|state| &mut state.memory);
+    store.epoch_deadline_callback(|state| match state.data().meter.check() {
+        // Yield so other executions on this worker thread get their turn.
+        Ok(()) => Ok(UpdateDeadline::Yield(1)),
+        Err(reason) => Err(host::stop(reason)),
+    });
+    store.set_epoch_deadline(1);
+    let instance = image
+        .pre
+        .instantiate_async(&mut store)
+        .await
+        .map_err(|error| format!("could not instantiate the guest: {error:#}"))?;
+    Ok(LiveInstance { store, instance })
+}
+
+pub(crate) async fn run_fresh(sandbox: Sandbox, job: Job) {
+    let prepared = match sandbox.image(job.request.language).await {
+        Ok(image) => instantiate(&sandbox, &image).await,
+        Err(error) => Err(error.to_string()),
+    };
+    match prepared {
+        Ok(mut live) => {
+            let (result, _healthy) = run(&mut live, &job).await;
+            finish(job, result);
+        }
+        Err(message) => {
+            let result = failure(ExecutionStatus::Error, "SandboxUnavailable", &message);
+            finish(job, result);
+        }
+    }
+}
+
+pub(crate) async fn run_in_session(
+    sandbox: Sandbox,
+    slot: Arc<tokio::sync::Mutex<Option<LiveInstance>>>,
+    job: Job,
+) {
+    let mut slot = slot.lock().await;
+    let live = match slot.take() {
+        Some(live) => Ok(live),
+        None => match sandbox.image(job.request.language).await {
+            Ok(image) => instantiate(&sandbox, &image).await,
+            Err(error) => Err(error.to_string()),
+        },
+    };
+    match live {
+        Ok(mut live) => {
+            let (result, healthy) = run(&mut live, &job).await;
+            if healthy {
+                *slot = Some(live);
+            }
+            finish(job, result);
+        }
+        Err(message) => finish(job, failure(ExecutionStatus::Error, "SandboxUnavailable", &message)),
+    }
+}
+
+fn finish(job: Job, result: ExecutionResult) {
+    job.events.emit(ExecutionEvent::Completed(result.clone()));
+    // The handle may be gone (caller stopped caring); the result is still in the events.
+    let _ = job.done.send(result);
+}
+
+enum Ended {
+    Returned(wasmtime::Result<()>),
+    Stopped(Stop),
+}
+
+fn memory_size(live: &mut LiveInstance) -> usize {
+    live.instance
+        .get_memory(&mut live.store, "memory")
+        .map(|memory| memory.data_size(&live.store))
+        .unwrap_or(0)
+}
+
+/// Runs `job` on `live`; returns the result and whether the instance may be reused.
+async fn run(live: &mut LiveInstance, job: &Job) -> (ExecutionResult, bool) {
+    let request = &job.request;
+    let limits = request.limits;
+    let meter = live.store.data().meter.clone();
+    meter.reset(&limits, job.events.clone());
+
+    let current = memory_size(live);
+    let limit = usize::try_from(limits.memory_bytes).unwrap_or(usize::MAX);
+    if current > limit {
+        let message = format!(
+            "the {} image needs {} MiB before any code runs; memory_bytes is {} MiB",
+            request.language.as_str(),
+            current >> 20,
+            limit >> 20
+        );
+        let mut result = failure(ExecutionStatus::LimitExceeded, "LimitExceeded", &message);
+        result.limit = Some(LimitKind::Memory);
+        return (result, true);
+    }
+    live.store.data_mut().memory = MemoryGuard { limit, hit: false, peak: current };
+
+    let registry = request.tools.registry();
+    let names = registry.names();
+    let frame = abi::encode_execute_request(&names, &request.code);
+    let Ok(frame_len) = i32::try_from(frame.len()) else {
+        let mut result = failure(ExecutionStatus::LimitExceeded, "LimitExceeded", "the code is larger than 2 GiB");
+        result.limit = Some(LimitKind::Payload);
+        return (result, true);
+    };
+    let call_context = CallContext {
+        execution_id: job.id.clone(),
+        events: job.events.clone(),
+        client_calls: job.control.client_calls.clone(),
+        approver: job.approver.clone(),
+        client_tool_timeout: Duration::from_millis(limits.client_tool_timeout_ms),
+    };
+    live.store.data_mut().run = Some(RunState {
+        inbox: frame,
+        dispatcher: request.tools.clone(),
+        call_context: Arc::new(call_context),
+        limits,
+        tool_calls: Vec::new(),
+        outcome: None,
+    });
+    job.events.emit(ExecutionEvent::Started { execution_id: job.id.clone(), language: request.language });
+
+    let ended = drive(live, job, &meter, frame_len).await;
+
+    let state = live.store.data_mut();
+    let run = state.run.take();
+    let memory = std::mem::take(&mut state.memory);
+    let (tool_calls, outcome) = run.map(|run| (run.tool_calls, run.outcome)).unwrap_or_default();
+    let wall_ms = u64::try_from(meter.started().elapsed().as_millis()).unwrap_or(u64::MAX);
+    let usage = Usage {
+        wall_ms,
+        cpu_ms: u64::try_from(meter.cpu_used().as_millis()).unwrap_or(u64::MAX),
+        peak_memory_bytes: memory.peak as u64,
+    };
+    let (mut result, healthy) = classify(ended, outcome, &meter, &memory, limits.memory_bytes);
+    let mut output = meter.output();
+    output.flush();
+    let total = output.total();
+    (result.stdout, result.stderr) = output.take();
+    drop(output);
+    // The final value is output too: a huge result must not slip past the output limit.
+    let result_size = match &result.result {
+        Value::Null => 0,
+        Value::String(text) => text.len() as u64,
+        value => value.to_string().len() as u64,
+    };
+    if result.status == ExecutionStatus::Completed && total + result_size > limits.max_output_bytes {
+        result.status = ExecutionStatus::LimitExceeded;
+        result.limit = Some(LimitKind::Output);
+        result.result = Value::Null;
+        result.result_encoding = None;
+        result.error = Some(ErrorInfo {
+            error_type: "LimitExceeded".into(),
+            message: format!(
+                "the final value ({result_size} bytes) plus output exceeds {} bytes",
+                limits.max_output_bytes
+            ),
+            traceback: String::new(),
+        });
+    }
+    result.tool_calls = tool_calls;
+    result.usage = usage;
+    (result, healthy)
+}
+
+/// Calls the guest's `cordon_execute`, racing it against the wall limit and cancellation.
+async fn drive(live: &mut LiveInstance, job: &Job, meter: &Arc<Meter>, frame_len: i32) -> Ended {
+    let execute = match live.instance.get_typed_func::<i32, ()>(&mut live.store, abi::EXPORT_EXECUTE) {
+        Ok(execute) => execute,
+        Err(error) => return Ended::Returned(Err(error)),
+    };
+    live.store.set_epoch_deadline(1);
+    let call = CpuMetered::new(execute.call_async(&mut live.store, frame_len), meter.clone());
+    tokio::pin!(call);
+    loop {
+        // While suspended on client tools the wall clock is paused; re-check periodically.
+        let wait = meter.wall_remaining().unwrap_or(Duration::from_millis(250));
+        tokio::select! {
+            returned = &mut call => return Ended::Returned(returned),
+            () = tokio::time::sleep(wait) => {
+                if meter.wall_remaining() == Some(Duration::ZERO) {
+                    // Dropping `call` unwinds the guest wherever it waits (host call, sleep).
+                    return Ended::Stopped(meter.wall_stop());
+                }
+            }
+            () = job.control.cancel.notified() => {
+                return Ended::Stopped(meter.record_stop(Stop::Cancelled));
+            }
+        }
+    }
+}
+
+fn stopped(reason: Stop) -> (ExecutionResult, bool) {
+    let result = match reason {
+        Stop::Limit { kind, message } => {
+            let mut result = failure(ExecutionStatus::LimitExceeded, "LimitExceeded", &message);
+            result.limit = Some(kind);
+            result
+        }
+        Stop::Cancelled => failure(ExecutionStatus::Cancelled, "Cancelled", "the execution was cancelled"),
+        Stop::Bridge(message) => failure(
+            ExecutionStatus::Error,
+            "BridgeViolation",
+            &format!("the guest broke the bridge protocol: {message}"),
+        ),
+    };
+    (result, false)
+}
+
+fn memory_stop(limit: u64) -> (ExecutionResult, bool) {
+    stopped(Stop::limit(LimitKind::Memory, format!("memory limit of {} MiB reached", limit >> 20)))
+}
+
+fn classify(
+    ended: Ended,
+    outcome: Option<Outcome>,
+    meter: &Meter,
+    memory: &MemoryGuard,
+    memory_limit: u64,
+) -> (ExecutionResult, bool) {
+    // A recorded stop comes first: everything after it is its consequence.
+    if let Some(reason) = meter.stop_reason() {
+        return stopped(reason);
+    }
+    match ended {
+        Ended::Stopped(reason) => stopped(reason),
+        Ended::Returned(Err(trap)) => {
+            if let Some(reason) = trap.downcast_ref::<Stop>() {
+                return stopped(reason.clone());
+            }
+            if memory.hit {
+                return memory_stop(memory_limit);
+            }
+            let (kind, message) = match trap.downcast_ref::<Trap>() {
+                Some(Trap::StackOverflow) => {
+                    ("StackOverflow", "the guest ran out of stack (recursion too deep)".to_owned())
+                }
+                Some(trap) => ("GuestFault", format!("the guest runtime trapped: {trap}")),
+                None => ("GuestFault", format!("the guest runtime failed: {}", first_line(&trap))),
+            };
+            (failure(ExecutionStatus::Error, kind, &message), false)
+        }
+        Ended::Returned(Ok(())) => match outcome {
+            Some(Outcome::Completed { result_json, result_repr }) => {
+                let mut result = failure(ExecutionStatus::Completed, "", "");
+                result.error = None;
+                if let Some(json) = result_json {
+                    // The guest encoded it; fall back to text if it is somehow not JSON.
+                    match serde_json::from_str(&json) {
+                        Ok(value) => {
+                            result.result = value;
+                            result.result_encoding = Some(ResultEncoding::Json);
+                        }
+                        Err(_) => {
+                            result.result = Value::String(json);
+                            result.result_encoding = Some(ResultEncoding::Repr);
+                        }
+                    }
+                } else if let Some(repr) = result_repr {
+                    result.result = Value::String(repr);
+                    result.result_encoding = Some(ResultEncoding::Repr);
+                }
+                (result, true)
+            }
+            Some(Outcome::Error { error_type, message, traceback }) => {
+                if memory.hit && error_type == "MemoryError" {
+                    return memory_stop(memory_limit);
+                }
+                let mut result = failure(ExecutionStatus::Error, &error_type, &message);
+                if let Some(error) = &mut result.error {
+                    error.traceback = traceback;
+                }
+                (result, true)
+            }
+            None => (
+                failure(ExecutionStatus::Error, "GuestFault", "the guest returned without reporting an outcome"),
+                false,
+            ),
+        },
+    }
+}
+
+fn first_line(error: &wasmtime::Error) -> String {
+    format!("{error:#}").lines().next().unwrap_or_default().to_owned()
+}
+
+/// A result with no output, tool calls or usage (filled in by the caller).
+fn failure(status: ExecutionStatus, error_type: &str, message: &str) -> ExecutionResult {
+    ExecutionResult {
+        status,
+        limit: None,
+        stdout: String::new(),
+        stderr: String::new(),
+        result: Value::Null,
+        result_encoding: None,
+        error: Some(ErrorInfo { error_type: error_type.into(), message: message.into(), traceback: String::new() }),
+        tool_calls: Vec::new(),
+        usage: Usage::default(),
+    }
+}
+
+/// A result for failures of Cordon itself (never expected; reported, not panicked).
+pub(crate) fn internal_failure(message: &str) -> ExecutionResult {
+    failure(ExecutionStatus::Error, "CordonInternalError", message)
+}

@@ -1,0 +1,320 @@
+//! The host side of the bridge ABI (`cordon-guest`'s `abi` module): store state, the
+//! `cordon.*` imports, and WASI wiring (stdout/stderr into the output sink, nothing else).
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use cordon_core::dispatch::{CallContext, Dispatcher};
+use cordon_guest::abi::{self, CallResult, Outcome, ToolErrorKind, ToolFailure};
+use cordon_protocol::execution::{Limits, LimitKind, Stream, ToolCallRecord};
+use cordon_protocol::tool::Locus;
+use wasmtime::{Caller, Extern, Linker, Memory, ResourceLimiter};
+use wasmtime_wasi::p1::WasiP1Ctx;
+use wasmtime_wasi::WasiCtxBuilder;
+use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
+
+use crate::meter::{Meter, Stop};
+
+/// Everything a guest instance's store holds.
+pub(crate) struct HostState {
+    pub(crate) wasi: WasiP1Ctx,
+    pub(crate) memory: MemoryGuard,
+    pub(crate) meter: Arc<Meter>,
+    /// The execution currently running on this instance.
+    pub(crate) run: Option<RunState>,
+}
+
+/// Per-execution state of the bridge.
+pub(crate) struct RunState {
+    /// Frame the guest copies with `inbox_read`.
+    pub(crate) inbox: Vec<u8>,
+    pub(crate) dispatcher: Dispatcher,
+    pub(crate) call_context: Arc<CallContext>,
+    pub(crate) limits: Limits,
+    pub(crate) tool_calls: Vec<ToolCallRecord>,
+    pub(crate) outcome: Option<Outcome>,
+}
+
+impl HostState {
+    pub(crate) fn new(meter: Arc<Meter>) -> Self {
+        let mut builder = WasiCtxBuilder::new();
+        // No args, no env, no preopened directories, no sockets: WASI's defaults, stated.
+        builder
+            .stdout(GuestStream { meter: meter.clone(), stream: Stream::Stdout })
+            .stderr(GuestStream { meter: meter.clone(), stream: Stream::Stderr })
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false);
+        HostState { wasi: builder.build_p1(), memory: MemoryGuard::default(), meter, run: None }
+    }
+
+    fn run(&mut self) -> wasmtime::Result<&mut RunState> {
+        self.run.as_mut().ok_or_else(|| stop(Stop::Bridge("no execution is running".into())))
+    }
+}
+
+impl std::fmt::Debug for HostState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostState").field("memory", &self.memory).finish_non_exhaustive()
+    }
+}
+
+/// Caps linear memory growth and remembers that the cap was hit: a guest that runs out
+/// may abort instead of raising, and the result must still say `memory`.
+#[derive(Debug, Default)]
+pub(crate) struct MemoryGuard {
+    pub(crate) limit: usize,
+    pub(crate) hit: bool,
+    pub(crate) peak: usize,
+}
+
+impl ResourceLimiter for MemoryGuard {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.limit {
+            self.hit = true;
+            return Ok(false);
+        }
+        self.peak = self.peak.max(desired);
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= 1_000_000)
+    }
+}
+
+/// WASI stdout/stderr (for output that bypasses the runtime's own streams, e.g. `os.write`).
+struct GuestStream {
+    meter: Arc<Meter>,
+    stream: Stream,
+}
+
+impl IsTerminal for GuestStream {
+    fn is_terminal(&self) -> bool {
+        false
+    }
+}
+
+impl StdoutStream for GuestStream {
+    fn async_stream(&self) -> Box<dyn tokio::io::AsyncWrite + Send + Sync> {
+        Box::new(GuestStream { meter: self.meter.clone(), stream: self.stream })
+    }
+}
+
+impl tokio::io::AsyncWrite for GuestStream {
+    fn poll_write(self: Pin<&mut Self>, _: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        if let Err(reason) = self.meter.output().write(self.stream, buf) {
+            // Can't trap from here: record it, and the next epoch tick stops the guest.
+            self.meter.record_stop(reason);
+        }
+        Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// Turns a stop reason into the error that unwinds the guest.
+pub(crate) fn stop(reason: Stop) -> wasmtime::Error {
+    wasmtime::Error::new(reason)
+}
+
+fn memory(caller: &mut Caller<'_, HostState>) -> wasmtime::Result<Memory> {
+    match caller.get_export("memory") {
+        Some(Extern::Memory(memory)) => Ok(memory),
+        _ => Err(stop(Stop::Bridge("the guest exports no memory".into()))),
+    }
+}
+
+fn read_guest(caller: &mut Caller<'_, HostState>, ptr: i32, len: i32) -> wasmtime::Result<Vec<u8>> {
+    let memory = memory(caller)?;
+    let (ptr, len) = match (usize::try_from(ptr), usize::try_from(len)) {
+        (Ok(ptr), Ok(len)) => (ptr, len),
+        _ => return Err(stop(Stop::Bridge("negative pointer or length".into()))),
+    };
+    let data = memory.data(&caller);
+    let end = ptr.checked_add(len).filter(|end| *end <= data.len());
+    match end {
+        Some(end) => Ok(data[ptr..end].to_vec()),
+        None => Err(stop(Stop::Bridge("pointer outside guest memory".into()))),
+    }
+}
+
+/// Puts a response in the inbox and returns its length for the guest.
+fn deliver(caller: &mut Caller<'_, HostState>, frame: Vec<u8>) -> wasmtime::Result<i32> {
+    let len = i32::try_from(frame.len())
+        .map_err(|_| stop(Stop::limit(LimitKind::Payload, "response larger than 2 GiB")))?;
+    caller.data_mut().run()?.inbox = frame;
+    Ok(len)
+}
+
+/// Counts calls and checks input sizes before anything is dispatched.
+fn admit(state: &mut HostState, calls: &[(String, String)]) -> wasmtime::Result<()> {
+    let meter = state.meter.clone();
+    let run = state.run()?;
+    let made = run.tool_calls.len() as u64 + calls.len() as u64;
+    if made > run.limits.max_tool_calls {
+        let max = run.limits.max_tool_calls;
+        return Err(stop(meter.record_stop(Stop::limit(
+            LimitKind::ToolCalls,
+            format!("more than {max} tool calls"),
+        ))));
+    }
+    for (name, input) in calls {
+        if input.len() as u64 > run.limits.max_payload_bytes {
+            let max = run.limits.max_payload_bytes;
+            return Err(stop(meter.record_stop(Stop::limit(
+                LimitKind::Payload,
+                format!("input to {name} is {} bytes, over the {max}-byte payload limit", input.len()),
+            ))));
+        }
+    }
+    Ok(())
+}
+
+/// Dispatches a batch through `cordon-core`, enforcing the payload limit on results.
+async fn dispatch(
+    caller: &mut Caller<'_, HostState>,
+    calls: Vec<(String, String)>,
+) -> wasmtime::Result<Vec<CallResult>> {
+    admit(caller.data_mut(), &calls)?;
+    let meter = caller.data().meter.clone();
+    meter.output().flush();
+    let (dispatcher, context, max_payload) = {
+        let run = caller.data_mut().run()?;
+        (run.dispatcher.clone(), run.call_context.clone(), run.limits.max_payload_bytes)
+    };
+    let waits = calls.iter().any(|(name, _)| {
+        dispatcher.registry().get(name).is_some_and(|tool| {
+            tool.declaration.handler.locus() == Locus::Client
+                || tool.declaration.policy == cordon_protocol::tool::Policy::Ask
+        })
+    });
+    if waits {
+        meter.suspend();
+    }
+    let dispatched = dispatcher.call_batch(&context, calls).await;
+    if waits {
+        meter.resume();
+    }
+    let mut results = Vec::with_capacity(dispatched.len());
+    let mut oversized = None;
+    {
+        let run = caller.data_mut().run()?;
+        for call in dispatched {
+            if let Ok(json) = &call.result
+                && json.len() as u64 > max_payload
+            {
+                oversized.get_or_insert_with(|| (call.record.name.clone(), json.len()));
+            }
+            run.tool_calls.push(call.record);
+            results.push(call.result);
+        }
+    }
+    if let Some((name, size)) = oversized {
+        return Err(stop(meter.record_stop(Stop::limit(
+            LimitKind::Payload,
+            format!("result of {name} is {size} bytes, over the {max_payload}-byte payload limit"),
+        ))));
+    }
+    Ok(results)
+}
+
+fn lossy(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned())
+}
+
+fn missing_result() -> CallResult {
+    Err(ToolFailure { kind: ToolErrorKind::Failed, message: "no result".into() })
+}
+
+/// Defines the `cordon.*` imports on a linker.
+pub(crate) fn add_bridge(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
+    linker.func_wrap(
+        abi::IMPORT_MODULE,
+        abi::IMPORT_INBOX_READ,
+        |mut caller: Caller<'_, HostState>, ptr: i32, len: i32| -> wasmtime::Result<i32> {
+            let memory = memory(&mut caller)?;
+            let inbox = std::mem::take(&mut caller.data_mut().run()?.inbox);
+            let want = usize::try_from(len).unwrap_or(0).min(inbox.len());
+            let offset = usize::try_from(ptr).map_err(|_| stop(Stop::Bridge("negative pointer".into())))?;
+            memory
+                .write(&mut caller, offset, &inbox[..want])
+                .map_err(|_| stop(Stop::Bridge("inbox_read outside guest memory".into())))?;
+            Ok(i32::try_from(want).unwrap_or(i32::MAX))
+        },
+    )?;
+
+    linker.func_wrap_async(
+        abi::IMPORT_MODULE,
+        abi::IMPORT_CALL_TOOL,
+        |mut caller: Caller<'_, HostState>, (name_ptr, name_len, input_ptr, input_len): (i32, i32, i32, i32)| {
+            Box::new(async move {
+                let name = lossy(read_guest(&mut caller, name_ptr, name_len)?);
+                let input = lossy(read_guest(&mut caller, input_ptr, input_len)?);
+                let mut results = dispatch(&mut caller, vec![(name, input)]).await?;
+                let result = results.pop().unwrap_or_else(missing_result);
+                deliver(&mut caller, abi::encode_response(&result))
+            })
+        },
+    )?;
+
+    linker.func_wrap_async(
+        abi::IMPORT_MODULE,
+        abi::IMPORT_CALL_BATCH,
+        |mut caller: Caller<'_, HostState>, (ptr, len): (i32, i32)| {
+            Box::new(async move {
+                let frame = read_guest(&mut caller, ptr, len)?;
+                let calls: Vec<(String, String)> = abi::decode_batch_request(&frame)
+                    .map_err(|error| stop(Stop::Bridge(error.to_string())))?
+                    .into_iter()
+                    .map(|(name, input)| (name.to_owned(), input.to_owned()))
+                    .collect();
+                let count = calls.len();
+                let mut results = dispatch(&mut caller, calls).await?;
+                results.resize_with(count, missing_result);
+                deliver(&mut caller, abi::encode_batch_response(&results))
+            })
+        },
+    )?;
+
+    linker.func_wrap(
+        abi::IMPORT_MODULE,
+        abi::IMPORT_OUTPUT,
+        |mut caller: Caller<'_, HostState>, stream: i32, ptr: i32, len: i32| -> wasmtime::Result<()> {
+            let bytes = read_guest(&mut caller, ptr, len)?;
+            let stream = if stream == abi::STREAM_STDERR { Stream::Stderr } else { Stream::Stdout };
+            let meter = caller.data().meter.clone();
+            let written = meter.output().write(stream, &bytes);
+            written.map_err(|reason| stop(meter.record_stop(reason)))
+        },
+    )?;
+
+    linker.func_wrap(
+        abi::IMPORT_MODULE,
+        abi::IMPORT_FINISH,
+        |mut caller: Caller<'_, HostState>, ptr: i32, len: i32| -> wasmtime::Result<()> {
+            let frame = read_guest(&mut caller, ptr, len)?;
+            let outcome = abi::decode_outcome(&frame).map_err(|error| stop(Stop::Bridge(error.to_string())))?;
+            caller.data_mut().run()?.outcome = Some(outcome);
+            Ok(())
+        },
+    )?;
+    Ok(())
+}

@@ -1,0 +1,556 @@
+//! Cordon's WebAssembly sandbox: runs model-written Python and JavaScript in wasmtime with
+//! fixed limits, where the only way out is the tool bridge.
+//!
+//! - [`Sandbox`] owns the engine and the pre-initialized guest images (loaded from a disk
+//!   cache; made on first use).
+//! - [`Sandbox::execute`] runs code in a fresh instance; [`Sandbox::session`] keeps one
+//!   instance so variables survive from one execution to the next.
+//! - An [`Execution`] streams [`ExecutionEvent`]s, takes client-tool results and approval
+//!   decisions while it is suspended, and ends with an [`ExecutionResult`].
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), cordon_sandbox::SandboxError> {
+//! use std::sync::Arc;
+//! use cordon_core::{Dispatcher, ToolRegistry};
+//! use cordon_protocol::execution::Language;
+//! use cordon_sandbox::{ExecutionRequest, Sandbox, SandboxConfig};
+//!
+//! let sandbox = Sandbox::new(SandboxConfig::default()).await?;
+//! let tools = Dispatcher::new(Arc::new(ToolRegistry::empty()));
+//! let result = sandbox
+//!     .execute(ExecutionRequest::new(Language::Python, "print(6 * 7)", tools))
+//!     .wait()
+//!     .await;
+//! assert_eq!(result.stdout, "42\n");
+//! # Ok(()) }
+//! ```
+
+mod driver;
+mod host;
+mod image;
+mod meter;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use cordon_core::broker::{ApprovalBroker, Approver, ClientCallBroker, SubmitError, UnknownApproval};
+use cordon_core::dispatch::Dispatcher;
+use cordon_protocol::execution::{
+    ClientToolResult, Decision, ExecutionEvent, ExecutionResult, Language, Limits,
+};
+use tokio::sync::{mpsc, oneshot};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, Linker, PoolingAllocationConfig};
+
+pub use image::default_cache_dir;
+
+use crate::host::HostState;
+use crate::image::GuestImage;
+
+/// Errors setting up the sandbox. (How an execution ends is an [`ExecutionResult`], never
+/// an error: guest faults and limits are results the model can read.)
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SandboxError {
+    /// wasmtime rejected the engine configuration.
+    #[error("engine setup failed: {0}")]
+    Engine(String),
+    /// This build has no image for the language.
+    #[error("no {language} guest image in this build (its crate was not built)")]
+    ImageMissing {
+        /// The language asked for.
+        language: &'static str,
+    },
+    /// Making or loading a guest image failed.
+    #[error("guest image: {0}")]
+    Image(String),
+}
+
+/// How the sandbox is set up.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct SandboxConfig {
+    /// Languages to load at start (others load on first use).
+    pub preload: Vec<Language>,
+    /// Where precompiled images are cached; `None` compiles in memory every start.
+    pub cache_dir: Option<PathBuf>,
+    /// Live instances at once (running executions + sessions): sizes the instance pool.
+    pub max_instances: u32,
+    /// Largest `memory_bytes` any execution may ask for.
+    pub max_memory_bytes: u64,
+    /// Called with a line of text during slow one-time work (first image build).
+    pub progress: Arc<dyn Fn(&str) + Send + Sync>,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        SandboxConfig {
+            preload: vec![Language::Python],
+            cache_dir: default_cache_dir(),
+            max_instances: 1_000,
+            max_memory_bytes: 4 << 30,
+            progress: Arc::new(|_| {}),
+        }
+    }
+}
+
+impl std::fmt::Debug for SandboxConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SandboxConfig")
+            .field("preload", &self.preload)
+            .field("cache_dir", &self.cache_dir)
+            .field("max_instances", &self.max_instances)
+            .field("max_memory_bytes", &self.max_memory_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SandboxConfig {
+    /// Sets [`Self::preload`].
+    pub fn preload(mut self, languages: Vec<Language>) -> Self {
+        self.preload = languages;
+        self
+    }
+
+    /// Sets [`Self::cache_dir`].
+    pub fn cache_dir(mut self, dir: Option<PathBuf>) -> Self {
+        self.cache_dir = dir;
+        self
+    }
+
+    /// Sets [`Self::max_instances`].
+    pub fn max_instances(mut self, count: u32) -> Self {
+        self.max_instances = count;
+        self
+    }
+
+    /// Sets [`Self::progress`].
+    pub fn progress(mut self, report: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.progress = Arc::new(report);
+        self
+    }
+}
+
+/// Native stack for guest code. Python frames are deep; 16 MiB lets RustPython's own
+/// recursion limit (a clean `RecursionError`) trigger before the stack runs out.
+const WASM_STACK: usize = 16 << 20;
+/// Epoch tick: the granularity of CPU/wall limits and of yielding to other executions.
+const EPOCH_TICK: Duration = Duration::from_millis(5);
+
+struct Shared {
+    engine: Engine,
+    linker: Linker<HostState>,
+    config: SandboxConfig,
+    images: tokio::sync::Mutex<HashMap<Language, Arc<GuestImage>>>,
+    ticker_stop: Arc<AtomicBool>,
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        self.ticker_stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The sandbox: an engine, its guest images and its instance pool. Cheap to clone.
+#[derive(Clone)]
+pub struct Sandbox {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Sandbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sandbox").field("config", &self.shared.config).finish_non_exhaustive()
+    }
+}
+
+fn engine(config: &SandboxConfig) -> Result<Engine, SandboxError> {
+    let mut pool = PoolingAllocationConfig::new();
+    let count = config.max_instances.max(1);
+    pool.total_core_instances(count)
+        .total_memories(count)
+        .total_tables(count)
+        .total_stacks(count)
+        .max_memory_size(usize::try_from(config.max_memory_bytes).unwrap_or(usize::MAX))
+        .table_elements(200_000)
+        .max_core_instance_size(4 << 20);
+    let mut wasm = Config::new();
+    wasm.epoch_interruption(true)
+        .max_wasm_stack(WASM_STACK)
+        .async_stack_size(WASM_STACK + (1 << 20))
+        .memory_init_cow(true)
+        .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    Engine::new(&wasm).map_err(|error| SandboxError::Engine(format!("{error:#}")))
+}
+
+impl Sandbox {
+    /// Sets up the engine and loads the images in [`SandboxConfig::preload`]. The first run
+    /// with a new build snapshots and compiles each image (seconds); later runs load it
+    /// from the cache (milliseconds).
+    pub async fn new(config: SandboxConfig) -> Result<Self, SandboxError> {
+        let engine = engine(&config)?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p1::add_to_linker_async(&mut linker, |state: &mut HostState| &mut state.wasi)
+            .map_err(|error| SandboxError::Engine(format!("{error:#}")))?;
+        host::add_bridge(&mut linker).map_err(|error| SandboxError::Engine(format!("{error:#}")))?;
+        let ticker_stop = Arc::new(AtomicBool::new(false));
+        spawn_epoch_ticker(engine.clone(), ticker_stop.clone());
+        let sandbox = Sandbox {
+            shared: Arc::new(Shared {
+                engine,
+                linker,
+                config: config.clone(),
+                images: tokio::sync::Mutex::new(HashMap::new()),
+                ticker_stop,
+            }),
+        };
+        for language in &config.preload {
+            sandbox.image(*language).await?;
+        }
+        Ok(sandbox)
+    }
+
+    async fn image(&self, language: Language) -> Result<Arc<GuestImage>, SandboxError> {
+        let mut images = self.shared.images.lock().await;
+        if let Some(image) = images.get(&language) {
+            return Ok(image.clone());
+        }
+        let config = &self.shared.config;
+        let image = image::load(
+            &self.shared.engine,
+            &self.shared.linker,
+            language,
+            config.cache_dir.as_deref(),
+            &*config.progress,
+        )
+        .await?;
+        let image = Arc::new(image);
+        images.insert(language, image.clone());
+        Ok(image)
+    }
+
+    /// Makes sure the image for `language` is loaded (useful before timing anything).
+    pub async fn prepare(&self, language: Language) -> Result<(), SandboxError> {
+        self.image(language).await.map(|_| ())
+    }
+
+    /// Runs code in a fresh instance. Must be called within a tokio runtime.
+    pub fn execute(&self, request: ExecutionRequest) -> Execution {
+        let (handle, job) = Execution::start(request);
+        let sandbox = self.clone();
+        tokio::spawn(driver::run_fresh(sandbox, job));
+        handle
+    }
+
+    /// Opens a session: one instance kept across executions, so state survives.
+    pub fn session(&self, spec: SessionSpec) -> Session {
+        Session {
+            sandbox: self.clone(),
+            spec: Arc::new(spec),
+            live: Arc::new(tokio::sync::Mutex::new(None)),
+        }
+    }
+}
+
+fn spawn_epoch_ticker(engine: Engine, stop: Arc<AtomicBool>) {
+    // A plain thread: it must tick even when every runtime worker is busy running guests.
+    let spawned = std::thread::Builder::new().name("cordon-epoch".into()).spawn(move || {
+        while !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(EPOCH_TICK);
+            engine.increment_epoch();
+        }
+    });
+    if let Err(error) = spawned {
+        // Without a ticker, CPU and wall limits only trigger at host calls; say so loudly.
+        eprintln!("cordon-sandbox: could not start the epoch thread: {error}");
+    }
+}
+
+/// What to run and with which tools and limits.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct ExecutionRequest {
+    /// Guest language.
+    pub language: Language,
+    /// Source code.
+    pub code: String,
+    /// The tools this code may call.
+    pub tools: Dispatcher,
+    /// Limits for this execution.
+    pub limits: Limits,
+    /// Who decides `ask` calls; `None` parks them for [`Execution::decide`].
+    pub approver: Option<Arc<dyn Approver>>,
+    /// Id to use (e.g. assigned by a store); a fresh one when `None`.
+    pub id: Option<String>,
+}
+
+impl std::fmt::Debug for ExecutionRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExecutionRequest")
+            .field("language", &self.language)
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ExecutionRequest {
+    /// A request with default limits.
+    pub fn new(language: Language, code: impl Into<String>, tools: Dispatcher) -> Self {
+        ExecutionRequest { language, code: code.into(), tools, limits: Limits::default(), approver: None, id: None }
+    }
+
+    /// Sets the limits.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Sets who decides `ask` calls.
+    pub fn approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = Some(approver);
+        self
+    }
+
+    /// Sets the execution id.
+    pub fn id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
+        self
+    }
+}
+
+/// The handle of a running execution.
+///
+/// Events arrive in order and end with `execution.completed`. While the execution is
+/// suspended on client tools, post their results with [`Execution::submit_tool_results`].
+pub struct Execution {
+    id: String,
+    events: mpsc::UnboundedReceiver<ExecutionEvent>,
+    control: ExecutionControl,
+    done: oneshot::Receiver<ExecutionResult>,
+}
+
+impl std::fmt::Debug for Execution {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Execution").field("id", &self.id).finish_non_exhaustive()
+    }
+}
+
+/// Controls an execution from anywhere (a server's request handlers): results, approvals,
+/// cancellation. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct ExecutionControl {
+    pub(crate) client_calls: ClientCallBroker,
+    /// Parks `ask` calls when the request had no approver of its own (else stays empty).
+    approvals: ApprovalBroker,
+    pub(crate) cancel: Arc<tokio::sync::Notify>,
+}
+
+impl ExecutionControl {
+    /// Delivers results for pending client calls (all at once or over several calls).
+    /// Unknown, duplicate or already-answered ids reject the whole request.
+    pub fn submit_tool_results(&self, results: Vec<ClientToolResult>) -> Result<(), SubmitError> {
+        self.client_calls.submit(results)
+    }
+
+    /// Ids of client calls waiting for results.
+    pub fn pending_tool_calls(&self) -> Vec<String> {
+        self.client_calls.pending()
+    }
+
+    /// Decides a parked `ask` approval (only when the request had no approver of its own).
+    pub fn decide(&self, approval_id: &str, decision: Decision) -> Result<(), UnknownApproval> {
+        self.approvals.resolve(approval_id, decision)
+    }
+
+    /// Stops the execution: at the next epoch tick if the guest runs, at once if it waits.
+    pub fn cancel(&self) {
+        // A stored permit if the driver is not waiting yet: the cancel is never lost.
+        self.cancel.notify_one();
+    }
+}
+
+/// What the driver needs to run an execution.
+pub(crate) struct Job {
+    pub(crate) id: String,
+    pub(crate) request: ExecutionRequest,
+    pub(crate) events: cordon_core::dispatch::EventSink,
+    pub(crate) control: ExecutionControl,
+    pub(crate) approver: Arc<dyn Approver>,
+    pub(crate) done: oneshot::Sender<ExecutionResult>,
+}
+
+fn fresh_id(prefix: &str) -> String {
+    use std::sync::atomic::AtomicU64;
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
+    // std's RandomState is randomly keyed per process: ids are unguessable and unique.
+    let keyed = std::hash::RandomState::new();
+    let high = std::hash::BuildHasher::hash_one(&keyed, (count, std::process::id()));
+    format!("{prefix}_{high:016x}")
+}
+
+impl Execution {
+    fn start(request: ExecutionRequest) -> (Execution, Job) {
+        let id = request.id.clone().unwrap_or_else(|| fresh_id("exec"));
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (done_tx, done_rx) = oneshot::channel();
+        let approvals = ApprovalBroker::new(Duration::from_millis(request.limits.client_tool_timeout_ms));
+        let approver: Arc<dyn Approver> = match &request.approver {
+            Some(approver) => approver.clone(),
+            None => Arc::new(approvals.clone()),
+        };
+        let control = ExecutionControl {
+            client_calls: ClientCallBroker::default(),
+            approvals,
+            cancel: Arc::new(tokio::sync::Notify::new()),
+        };
+        let job = Job {
+            id: id.clone(),
+            request,
+            events: cordon_core::dispatch::EventSink::new(tx),
+            control: control.clone(),
+            approver,
+            done: done_tx,
+        };
+        (Execution { id, events: rx, control, done: done_rx }, job)
+    }
+
+    /// The execution's id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The next event; `None` after `execution.completed`.
+    pub async fn next_event(&mut self) -> Option<ExecutionEvent> {
+        self.events.recv().await
+    }
+
+    /// A cloneable controller for this execution.
+    pub fn control(&self) -> ExecutionControl {
+        self.control.clone()
+    }
+
+    /// See [`ExecutionControl::submit_tool_results`].
+    pub fn submit_tool_results(&self, results: Vec<ClientToolResult>) -> Result<(), SubmitError> {
+        self.control.submit_tool_results(results)
+    }
+
+    /// See [`ExecutionControl::decide`].
+    pub fn decide(&self, approval_id: &str, decision: Decision) -> Result<(), UnknownApproval> {
+        self.control.decide(approval_id, decision)
+    }
+
+    /// See [`ExecutionControl::cancel`].
+    pub fn cancel(&self) {
+        self.control.cancel();
+    }
+
+    /// Waits for the end, discarding events not yet read.
+    pub async fn wait(mut self) -> ExecutionResult {
+        self.events.close();
+        match self.done.await {
+            Ok(result) => result,
+            Err(_) => driver::internal_failure("the execution task ended without a result"),
+        }
+    }
+
+    /// Splits into the event stream and the final result.
+    pub fn into_parts(self) -> (mpsc::UnboundedReceiver<ExecutionEvent>, ExecutionControl, ResultFuture) {
+        (self.events, self.control, ResultFuture { done: self.done })
+    }
+}
+
+/// Resolves to an execution's result.
+#[derive(Debug)]
+pub struct ResultFuture {
+    done: oneshot::Receiver<ExecutionResult>,
+}
+
+impl std::future::Future for ResultFuture {
+    type Output = ExecutionResult;
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
+        std::pin::Pin::new(&mut self.done).poll(cx).map(|result| {
+            result.unwrap_or_else(|_| driver::internal_failure("the execution task ended without a result"))
+        })
+    }
+}
+
+/// What a session runs with.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct SessionSpec {
+    /// Guest language.
+    pub language: Language,
+    /// Tools available to every execution of the session.
+    pub tools: Dispatcher,
+    /// Limits for each execution.
+    pub limits: Limits,
+    /// Who decides `ask` calls; `None` parks them per execution.
+    pub approver: Option<Arc<dyn Approver>>,
+}
+
+impl std::fmt::Debug for SessionSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionSpec").field("language", &self.language).finish_non_exhaustive()
+    }
+}
+
+impl SessionSpec {
+    /// A session spec with default limits.
+    pub fn new(language: Language, tools: Dispatcher) -> Self {
+        SessionSpec { language, tools, limits: Limits::default(), approver: None }
+    }
+
+    /// Sets the limits.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+}
+
+/// A REPL-like session: executions run one at a time on one instance, so globals persist.
+///
+/// An execution stopped by a limit, a fault or cancellation discards the instance (its
+/// state may be half-updated); the next execution starts from a fresh one.
+#[derive(Clone)]
+pub struct Session {
+    sandbox: Sandbox,
+    spec: Arc<SessionSpec>,
+    live: Arc<tokio::sync::Mutex<Option<driver::LiveInstance>>>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session").field("spec", &self.spec).finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    /// Runs code in the session's instance (after any execution already running).
+    pub fn execute(&self, code: impl Into<String>) -> Execution {
+        self.execute_with_id(code, None)
+    }
+
+    /// Like [`Self::execute`] with a caller-chosen execution id.
+    pub fn execute_with_id(&self, code: impl Into<String>, id: Option<String>) -> Execution {
+        let spec = &self.spec;
+        let request = ExecutionRequest {
+            language: spec.language,
+            code: code.into(),
+            tools: spec.tools.clone(),
+            limits: spec.limits,
+            approver: spec.approver.clone(),
+            id,
+        };
+        let (handle, job) = Execution::start(request);
+        tokio::spawn(driver::run_in_session(self.sandbox.clone(), self.live.clone(), job));
+        handle
+    }
+
+    /// Whether the session currently holds a live instance.
+    pub async fn is_warm(&self) -> bool {
+        self.live.lock().await.is_some()
+    }
+}

@@ -1,0 +1,8 @@
+//! Integration tests of the sandbox: real wasmtime, real guest images, real limits.
+
+mod common;
+mod hostile;
+mod limits;
+mod python;
+mod sessions;
+mod suspend;

@@ -1,0 +1,179 @@
+//! What Python guest code sees: output, results, errors, tools, batching, modules.
+
+use cordon_protocol::execution::{ExecutionEvent, ResultEncoding, Stream};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use crate::common::*;
+
+#[tokio::test]
+async fn prints_and_returns_the_final_expression_as_json() {
+    let result = completed(python("print('hello')\nx = 20\n{'answer': x + 22, 'ok': True}").await);
+    assert_eq!(result.stdout, "hello\n");
+    assert_eq!(result.result, json!({"answer": 42, "ok": true}));
+    assert_eq!(result.result_encoding, Some(ResultEncoding::Json));
+}
+
+#[tokio::test]
+async fn non_json_values_come_back_as_repr() {
+    let result = completed(python("class P:\n    def __repr__(self): return '<P 1>'\nP()").await);
+    assert_eq!(result.result, json!("<P 1>"));
+    assert_eq!(result.result_encoding, Some(ResultEncoding::Repr));
+    let result = completed(python("float('nan')").await);
+    assert_eq!(result.result_encoding, Some(ResultEncoding::Repr));
+}
+
+#[tokio::test]
+async fn statements_only_give_no_result() {
+    let result = completed(python("x = 1").await);
+    assert_eq!(result.result, serde_json::Value::Null);
+    assert_eq!(result.result_encoding, None);
+}
+
+#[tokio::test]
+async fn exceptions_carry_type_message_and_traceback() {
+    let result = python("def f():\n    return 1 / 0\nf()").await;
+    assert_eq!(raised(&result, "ZeroDivisionError"), "division by zero");
+    let traceback = &result.error.as_ref().unwrap().traceback;
+    assert!(traceback.contains("line 2"), "{traceback}");
+    assert!(!traceback.contains("<cordon>"), "runtime frames leak: {traceback}");
+}
+
+#[tokio::test]
+async fn syntax_errors_name_line_and_column() {
+    let result = python("x = 1\ny = (2 +\n").await;
+    let message = raised(&result, "SyntaxError");
+    assert!(message.contains("line 2"), "{message}");
+    assert!(message.contains("column"), "{message}");
+}
+
+#[tokio::test]
+async fn stderr_is_separate_and_streamed_as_deltas() {
+    let mut execution = start("import sys\nprint('out')\nprint('err', file=sys.stderr)", no_tools(), Default::default()).await;
+    let events = all_events(&mut execution).await;
+    let deltas: Vec<_> = events
+        .iter()
+        .filter_map(|event| match event {
+            ExecutionEvent::OutputDelta { stream, text } => Some((*stream, text.as_str())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(deltas, vec![(Stream::Stdout, "out\n"), (Stream::Stderr, "err\n")]);
+    let ExecutionEvent::Completed(result) = events.last().unwrap() else { panic!("no completion") };
+    assert_eq!((result.stdout.as_str(), result.stderr.as_str()), ("out\n", "err\n"));
+}
+
+#[tokio::test]
+async fn standard_modules_models_reach_for_import() {
+    let code = r#"
+import json, re, math, datetime, collections, itertools, functools, random, string
+import statistics, textwrap, dataclasses, typing, decimal, fractions, heapq, bisect
+import base64, hashlib, uuid, time, csv, io, enum
+from dataclasses import dataclass
+@dataclass
+class P:
+    x: int
+[json.dumps({"a": 1}), re.sub(r"\d", "#", "a1"), math.isqrt(17), statistics.mean([1, 2, 3]),
+ hashlib.sha256(b"x").hexdigest()[:8], str(decimal.Decimal("1.1") + 1), str(fractions.Fraction(1, 3)),
+ base64.b64encode(b"hi").decode(), len(str(uuid.uuid4())), P(3).x, heapq.nsmallest(1, [3, 1]),
+ datetime.date(2024, 1, 2).isoformat(), list(itertools.accumulate([1, 2, 3]))]
+"#;
+    let result = completed(python(code).await);
+    assert_eq!(
+        result.result,
+        json!(["{\"a\": 1}", "a#", 4, 2, "2d711642", "2.1", "1/3", "aGk=", 36, 3, [1], "2024-01-02", [1, 3, 6]])
+    );
+}
+
+#[tokio::test]
+async fn fresh_instances_draw_different_random_numbers() {
+    let first = completed(python("import random\nrandom.random()").await).result;
+    let second = completed(python("import random\nrandom.random()").await).result;
+    assert_ne!(first, second, "the snapshot froze the random state");
+}
+
+#[tokio::test]
+async fn tools_are_global_async_functions_and_a_module() {
+    let tools = tools(json!([static_tool("get_weather", json!({"temp_c": 21}))]));
+    let code = r#"
+import tools as t
+a = await get_weather(city="Paris")
+b = await t.get_weather(city="Oslo")
+c = tools.call("get_weather", {"city": "Lima"})
+[a["temp_c"], b["temp_c"], c["temp_c"], t.ToolError is ToolError]
+"#;
+    let result = completed(python_with(code, tools).await);
+    assert_eq!(result.result, json!([21, 21, 21, true]));
+    assert_eq!(result.tool_calls.len(), 3);
+    assert_eq!(result.tool_calls[0].name, "get_weather");
+    assert_eq!(result.tool_calls[0].input, json!({"city": "Paris"}));
+}
+
+#[tokio::test]
+async fn schema_violations_unknown_tools_and_denials_raise_tool_error() {
+    let tools = tools(json!([
+        {"name": "typed", "input_schema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+         "handler": {"kind": "static", "result": 1}},
+        {"name": "forbidden", "policy": "deny", "handler": {"kind": "static", "result": 1}}
+    ]));
+    let code = r#"
+kinds = []
+for call in (lambda: typed(n="x"), lambda: forbidden(), lambda: tools.nope()):
+    try:
+        await call()
+    except AttributeError:
+        kinds.append("attribute")
+    except ToolError as error:
+        kinds.append(error.kind)
+try:
+    tools.call("nope", {})
+except ToolError as error:
+    kinds.append(error.kind)
+    kinds.append("nope" in str(error))
+kinds
+"#;
+    let result = completed(python_with(code, tools).await);
+    assert_eq!(result.result, json!(["invalid_input", "denied", "attribute", "unknown_tool", true]));
+}
+
+#[tokio::test]
+async fn asyncio_run_gather_and_sleep_work() {
+    let tools = tools(json!([static_tool("echo", json!("pong"))]));
+    let code = r#"
+import asyncio
+async def main():
+    await asyncio.sleep(0.01)
+    results = await asyncio.gather(*[echo(i=i) for i in range(3)])
+    return results
+asyncio.run(main())
+"#;
+    let result = completed(python_with(code, tools).await);
+    assert_eq!(result.result, json!(["pong", "pong", "pong"]));
+}
+
+#[tokio::test]
+async fn a_deadlocked_event_loop_is_reported_not_hung() {
+    let result = python("import asyncio\nawait asyncio.get_running_loop().create_future()").await;
+    let message = raised(&result, "RuntimeError");
+    assert!(message.contains("deadlock"), "{message}");
+}
+
+#[tokio::test]
+async fn non_utf8_output_is_replaced_not_fatal() {
+    let result = completed(python("import sys\nsys.stdout.buffer.write(b'a\\xff\\xfeb')\nprint('\\ud800')").await);
+    assert!(result.stdout.starts_with("a\u{fffd}\u{fffd}b"), "{:?}", result.stdout);
+}
+
+#[tokio::test]
+async fn many_executions_at_once_all_complete_with_their_own_output() {
+    let mut handles = Vec::new();
+    for i in 0..24 {
+        handles.push(tokio::spawn(async move { (i, python(&format!("print({i})\n{i} * 2")).await) }));
+    }
+    for handle in handles {
+        let (i, result) = handle.await.unwrap();
+        let result = completed(result);
+        assert_eq!(result.stdout, format!("{i}\n"));
+        assert_eq!(result.result, json!(i * 2));
+    }
+}

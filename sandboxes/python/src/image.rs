@@ -1,0 +1,185 @@
+//! The interpreter, its `_cordon` native module and the ABI exports.
+
+use std::cell::RefCell;
+
+use cordon_guest::{Guest, Outcome};
+use rustpython::InterpreterBuilderExt;
+use rustpython_vm::{
+    AsObject, Interpreter, InterpreterBuilder, PyObjectRef, PyResult, Settings, VirtualMachine,
+    builtins::{PyStr, PyTuple},
+};
+
+/// The Python half of the runtime: `tools`, `ToolError`, the batching event loop, cells.
+const RUNTIME: &str = include_str!("runtime.py");
+
+struct Loaded {
+    interpreter: Interpreter,
+    run_cell: PyObjectRef,
+}
+
+thread_local! {
+    // wasm32-wasip1 has one thread; this lives in linear memory and so in the snapshot.
+    static LOADED: RefCell<Option<Loaded>> = const { RefCell::new(None) };
+}
+
+fn settings() -> Settings {
+    let mut settings = Settings::default();
+    settings.isolated = true;
+    settings.ignore_environment = true;
+    settings.import_site = false;
+    settings.user_site_directory = false;
+    settings.install_signal_handlers = false;
+    settings.write_bytecode = false;
+    settings.safe_path = true;
+    settings.buffered_stdio = false;
+    settings
+}
+
+fn load_runtime(vm: &VirtualMachine) -> PyResult<PyObjectRef> {
+    let scope = vm.new_scope_with_builtins();
+    vm.run_string(scope.clone(), RUNTIME, "<cordon>")?;
+    scope.globals.get_item("_run_cell", vm)
+}
+
+fn text(vm: &VirtualMachine, value: &PyObjectRef) -> Option<String> {
+    if vm.is_none(value) {
+        return None;
+    }
+    value.downcast_ref::<PyStr>().map(|s| s.to_string_lossy().into_owned())
+}
+
+/// `_run_cell` returns `(kind, a, b, c)`: `("ok", json, repr, None)` or
+/// `("error", type, message, traceback)`.
+fn outcome_from(vm: &VirtualMachine, value: &PyObjectRef) -> Outcome {
+    let fields: Vec<Option<String>> = match value.downcast_ref::<PyTuple>() {
+        Some(tuple) if tuple.len() == 4 => tuple.as_slice().iter().map(|v| text(vm, v)).collect(),
+        _ => return internal_error("the runtime returned an unexpected value"),
+    };
+    let [kind, a, b, c] = <[Option<String>; 4]>::try_from(fields).unwrap_or_default();
+    match kind.as_deref() {
+        Some("ok") => Outcome::Completed { result_json: a, result_repr: b },
+        _ => Outcome::Error {
+            error_type: a.unwrap_or_else(|| "Exception".into()),
+            message: b.unwrap_or_default(),
+            traceback: c.unwrap_or_default(),
+        },
+    }
+}
+
+fn internal_error(message: &str) -> Outcome {
+    Outcome::Error {
+        error_type: "CordonInternalError".into(),
+        message: message.into(),
+        traceback: String::new(),
+    }
+}
+
+fn describe_exception(vm: &VirtualMachine, exc: &rustpython_vm::builtins::PyBaseExceptionRef) -> Outcome {
+    let mut traceback = String::new();
+    let _ = vm.write_exception(&mut traceback, exc);
+    Outcome::Error {
+        error_type: exc.class().name().to_string(),
+        message: exc.as_object().str(vm).map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
+        traceback,
+    }
+}
+
+struct Python;
+
+impl Guest for Python {
+    fn initialize() {
+        let builder = InterpreterBuilder::new().settings(settings()).init_stdlib();
+        let bridge = _cordon::module_def(&builder.ctx);
+        let interpreter = builder.add_native_module(bridge).build();
+        let run_cell = interpreter.enter(|vm| match load_runtime(vm) {
+            Ok(run_cell) => run_cell,
+            Err(exc) => {
+                // Fails the image build loudly: the traceback goes to the builder's stderr.
+                vm.print_exception(&exc);
+                std::process::abort();
+            }
+        });
+        LOADED.with_borrow_mut(|loaded| *loaded = Some(Loaded { interpreter, run_cell }));
+    }
+
+    fn execute(code: &str, tools: &[&str]) -> Outcome {
+        LOADED.with_borrow(|loaded| {
+            let Some(loaded) = loaded else {
+                return internal_error("the image was not pre-initialized");
+            };
+            loaded.interpreter.enter(|vm| {
+                let names: Vec<PyObjectRef> =
+                    tools.iter().map(|name| vm.ctx.new_str(*name).into()).collect();
+                let names = vm.ctx.new_list(names);
+                match loaded.run_cell.call((vm.ctx.new_str(code), names), vm) {
+                    Ok(value) => outcome_from(vm, &value),
+                    Err(exc) => describe_exception(vm, &exc),
+                }
+            })
+        })
+    }
+}
+
+cordon_guest::export_guest!(Python);
+
+/// The native half of the bridge, seen by `runtime.py` only.
+#[rustpython_vm::pymodule]
+mod _cordon {
+    use cordon_guest::abi::{STREAM_STDERR, STREAM_STDOUT, CallResult};
+    use rustpython_vm::{
+        PyObjectRef, PyResult, VirtualMachine, builtins::PyStrRef, function::ArgBytesLike,
+    };
+
+    fn status(result: CallResult) -> (u8, String) {
+        match result {
+            Ok(json) => (0, json),
+            Err(failure) => (failure.kind.code(), failure.message),
+        }
+    }
+
+    fn stream(number: i32) -> i32 {
+        if number == 2 { STREAM_STDERR } else { STREAM_STDOUT }
+    }
+
+    /// `call(name, input_json) -> (status, payload)`: one tool call, synchronously.
+    #[pyfunction]
+    fn call(name: PyStrRef, input: PyStrRef) -> (u8, String) {
+        status(cordon_guest::call(&name.to_string_lossy(), &input.to_string_lossy()))
+    }
+
+    /// `call_batch(names, inputs) -> [(status, payload)]`: calls awaited together.
+    #[pyfunction]
+    fn call_batch(names: PyObjectRef, inputs: PyObjectRef, vm: &VirtualMachine) -> PyResult<PyObjectRef> {
+        let names: Vec<PyStrRef> = names.try_to_value(vm)?;
+        let inputs: Vec<PyStrRef> = inputs.try_to_value(vm)?;
+        if names.len() != inputs.len() {
+            return Err(vm.new_value_error("names and inputs differ in length"));
+        }
+        let owned: Vec<(String, String)> = names
+            .iter()
+            .zip(&inputs)
+            .map(|(n, i)| (n.to_string_lossy().into_owned(), i.to_string_lossy().into_owned()))
+            .collect();
+        let borrowed: Vec<(&str, &str)> = owned.iter().map(|(n, i)| (n.as_str(), i.as_str())).collect();
+        let results = cordon_guest::call_many(&borrowed)
+            .into_iter()
+            .map(|result| {
+                let (code, payload) = status(result);
+                vm.ctx.new_tuple(vec![vm.ctx.new_int(code).into(), vm.ctx.new_str(payload).into()]).into()
+            })
+            .collect();
+        Ok(vm.ctx.new_list(results).into())
+    }
+
+    /// `write(stream, text)`: stdout (1) or stderr (2). Lone surrogates become U+FFFD.
+    #[pyfunction]
+    fn write(number: i32, data: PyStrRef) {
+        cordon_guest::write_output(stream(number), data.to_string_lossy().as_bytes());
+    }
+
+    /// `write_bytes(stream, data)`: raw bytes; the host decodes them lossily.
+    #[pyfunction]
+    fn write_bytes(number: i32, data: ArgBytesLike) {
+        data.with_ref(|bytes| cordon_guest::write_output(stream(number), bytes));
+    }
+}

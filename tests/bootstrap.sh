@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs what Cordon's build and tests need on a fresh Debian machine, and nothing when
+# it is all there. Safe to run repeatedly.
+#   - the pinned Rust toolchain and its wasm32-wasip1 target (rust-toolchain.toml)
+#   - clang, lld, wasi-libc, libclang-rt-dev-wasm32, llvm: compile QuickJS for wasm
+#   - chromium: the computer-use browser backend and its tests
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf 'bootstrap: %s\n' "$*" >&2; }
+
+toolchain=$(sed -n 's/^channel *= *"\(.*\)"/\1/p' rust-toolchain.toml)
+if ! command -v rustup >/dev/null; then
+    say "rustup is missing. Install it: curl --proto '=https' -sSf https://sh.rustup.rs | sh"
+    exit 1
+fi
+if ! rustup target list --installed --toolchain "$toolchain" 2>/dev/null | grep -qx wasm32-wasip1; then
+    say "installing Rust $toolchain with wasm32-wasip1"
+    rustup toolchain install "$toolchain" --profile minimal -c rustfmt -c clippy -t wasm32-wasip1 >&2
+fi
+
+packages=(clang lld wasi-libc libclang-rt-dev-wasm32 llvm chromium)
+missing=()
+for package in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if ((${#missing[@]})); then
+    command=(apt-get install -y --no-install-recommends "${missing[@]}")
+    if [[ $(id -u) -eq 0 ]]; then
+        say "installing ${missing[*]}"
+        DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+        DEBIAN_FRONTEND=noninteractive "${command[@]}" >&2
+    elif sudo -n true 2>/dev/null; then
+        say "installing ${missing[*]}"
+        sudo DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+        sudo DEBIAN_FRONTEND=noninteractive "${command[@]}" >&2
+    else
+        say "missing Debian packages: ${missing[*]}"
+        say "install them with: sudo ${command[*]}"
+        exit 1
+    fi
+fi
+say "ready"
