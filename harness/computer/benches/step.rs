@@ -1,1 +1,116 @@
-fn main(){}
+//! Step overhead of the Chromium backend: click + settle + capture + scale + encode at a
+//! 1280×800 viewport shown to the model as 1024×640, and new-session time (context + page
+//! + first screenshot). Plain binary (harness = false): `cargo bench -p cordon-computer`.
+//! Needs Chromium (`sudo apt-get install -y chromium`).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "bench binary")]
+
+use cordon_computer::browser::{Browser, BrowserOptions, SessionOptions};
+use cordon_computer::display::{DisplaySpec, Size};
+use cordon_computer::gate::Rules;
+use cordon_computer::image::ImageFormat;
+use cordon_computer::{Computer, EngineOptions, Status};
+use cordon_protocol::computer::{Vendor, decode};
+use std::time::Instant;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+const PAGE: &str = "<!doctype html><title>bench</title><body style='margin:0'>\
+<button id=b style='position:absolute;left:500px;top:300px;width:280px;height:200px;font:40px sans-serif' \
+onclick='this.textContent = ++window.n; this.style.background = window.n % 2 ? \"#fc0\" : \"#0cf\"'>0</button>\
+<p style='font:16px sans-serif;padding:20px'>Lorem ipsum dolor sit amet, consectetur adipiscing elit.</p></body>";
+
+async fn serve() -> String {
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = l.accept().await {
+            tokio::spawn(async move {
+                let mut b = [0u8; 4096];
+                let _ = s.read(&mut b).await;
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    PAGE.len()
+                );
+                let _ = s.write_all(head.as_bytes()).await;
+                let _ = s.write_all(PAGE.as_bytes()).await;
+            });
+        }
+    });
+    format!("http://{addr}/")
+}
+
+fn pct(v: &mut [f64], p: f64) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[((v.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn opts(url: &str, dpr: f64) -> SessionOptions {
+    let mut o = SessionOptions::default();
+    o.viewport = Size::new(1280, 800);
+    o.dpr = dpr;
+    o.display = DisplaySpec::Fixed { size: Size::new(1024, 640) };
+    o.start_url = Some(url.to_owned());
+    o
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let n: usize = std::env::var("BENCH_N").ok().and_then(|s| s.parse().ok()).unwrap_or(200);
+    let url = serve().await;
+    let browser = Browser::launch(BrowserOptions::default()).await.expect("chromium");
+    for (dpr, format, name) in [
+        (1.0, ImageFormat::JPEG, "jpeg q80, dpr 1"),
+        (1.0, ImageFormat::Png, "png, dpr 1"),
+        (2.0, ImageFormat::JPEG, "jpeg q80, dpr 2"),
+    ] {
+        let session = browser.new_session(opts(&url, dpr)).await.unwrap();
+        let mut e = EngineOptions::default();
+        e.rules = Rules::allow_all();
+        e.format = format;
+        let mut c = Computer::new(session, e);
+        // button centre (640, 400) css → model (512, 320)
+        let call = decode(Vendor::Anthropic, &serde_json::json!({"action": "left_click", "coordinate": [512, 320]})).unwrap();
+        for _ in 0..10 {
+            c.step(call.clone(), None).await.unwrap();
+        }
+        let mut total = Vec::with_capacity(n);
+        let (mut act, mut settle, mut capture) = (Vec::new(), Vec::new(), Vec::new());
+        let mut resized = 0;
+        for _ in 0..n {
+            let t = Instant::now();
+            let r = c.step(call.clone(), None).await.unwrap();
+            total.push(t.elapsed().as_secs_f64() * 1000.0);
+            assert_eq!(r.status, Status::Ok);
+            act.push(r.timings_ms.act);
+            settle.push(r.timings_ms.settle);
+            capture.push(r.timings_ms.capture);
+            resized += usize::from(r.screenshot.as_ref().is_some_and(|s| s.resized));
+        }
+        println!(
+            "step (click+settle+capture+scale+encode) 1280x800 -> 1024x640, {name}: p50 {:.1} ms, p99 {:.1} ms \
+             [act p50 {:.1}, settle p50 {:.1}, capture p50 {:.1}; resized {resized}/{n}]",
+            pct(&mut total, 0.5), pct(&mut total, 0.99), pct(&mut act, 0.5), pct(&mut settle, 0.5), pct(&mut capture, 0.5)
+        );
+        c.into_backend().close().await.unwrap();
+    }
+    // New isolated session: context + page + viewport + first navigation + first screenshot.
+    let mut times = Vec::new();
+    for _ in 0..20 {
+        let t = Instant::now();
+        let session = browser.new_session(opts(&url, 1.0)).await.unwrap();
+        let mut e = EngineOptions::default();
+        e.rules = Rules::allow_all();
+        e.format = ImageFormat::JPEG;
+        let mut c = Computer::new(session, e);
+        let shot = decode(Vendor::Anthropic, &serde_json::json!({"action": "screenshot"})).unwrap();
+        c.step(shot, None).await.unwrap();
+        times.push(t.elapsed().as_secs_f64() * 1000.0);
+        c.into_backend().close().await.unwrap();
+    }
+    println!(
+        "new session (context + page + load + first screenshot): p50 {:.1} ms, p99 {:.1} ms",
+        pct(&mut times, 0.5),
+        pct(&mut times, 0.99)
+    );
+    browser.close().await.unwrap();
+}

@@ -37,7 +37,7 @@ use chromiumoxide::cdp::browser_protocol::page::{
     NavigateParams, NavigateToHistoryEntryParams, SetInterceptFileChooserDialogParams, Viewport,
 };
 use chromiumoxide::cdp::browser_protocol::target::{
-    CreateBrowserContextParams, CreateTargetParams,
+    CreateBrowserContextParams, CreateTargetParams, EventTargetCreated, TargetId,
 };
 use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
 use chromiumoxide::{BrowserConfig, Page};
@@ -335,22 +335,22 @@ impl Browser {
             })
             .await
             .map_err(cdp)?;
+        let ctx = context.clone();
+        let popups = browser
+            .event_listener::<EventTargetCreated>()
+            .await
+            .map_err(cdp)?
+            .filter_map(move |ev| {
+                let info = &ev.target_info;
+                let ours = info.r#type == "page" && info.browser_context_id.as_ref() == Some(&ctx);
+                futures::future::ready(ours.then(|| info.target_id.clone()))
+            })
+            .boxed();
         let mut target = CreateTargetParams::new("about:blank");
         target.browser_context_id = Some(context.clone());
         let page = browser.new_page(target).await.map_err(cdp)?;
         drop(browser);
-        page.execute(SetDeviceMetricsOverrideParams::new(
-            i64::from(opts.viewport.width),
-            i64::from(opts.viewport.height),
-            opts.dpr,
-            false,
-        ))
-        .await
-        .map_err(cdp)?;
-        // Swallow file choosers: nothing is uploaded unless a later API supplies files.
-        page.execute(SetInterceptFileChooserDialogParams::new(true))
-            .await
-            .map_err(cdp)?;
+        prepare_page(&page, opts.viewport, opts.dpr).await?;
         let net = NetWatch::new(&page).await?;
         let display = opts.display.resolve(opts.viewport);
         let mut session = BrowserSession {
@@ -358,9 +358,13 @@ impl Browser {
             id,
             context,
             page,
+            earlier_pages: Vec::new(),
+            popups,
             net,
             scaler: Scaler::new(display, opts.viewport, opts.dpr),
             policy: opts.policy.clone(),
+            viewport: opts.viewport,
+            dpr: opts.dpr,
             settle_cap: opts.settle_cap,
             buttons: 0,
             closed: false,
@@ -399,6 +403,41 @@ impl Browser {
     }
 }
 
+async fn eval_on(page: Page, expression: String) -> Result<serde_json::Value> {
+    let mut p = EvaluateParams::new(expression);
+    p.return_by_value = Some(true);
+    p.await_promise = Some(true);
+    let r = page.execute(p).await.map_err(cdp)?;
+    if let Some(ex) = &r.result.exception_details {
+        let detail = ex
+            .exception
+            .as_ref()
+            .and_then(|e| e.description.clone())
+            .unwrap_or_else(|| ex.text.clone());
+        return Err(Error::Browser(format!("script threw: {detail}")));
+    }
+    Ok(r.result.result.value.clone().unwrap_or(serde_json::Value::Null))
+}
+
+const NEXT_FRAME_JS: &str = "new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)))";
+
+/// Fixed viewport and DPR; file choosers swallowed (nothing is uploaded unless a later API
+/// supplies files).
+async fn prepare_page(page: &Page, viewport: Size, dpr: f64) -> Result<()> {
+    page.execute(SetDeviceMetricsOverrideParams::new(
+        i64::from(viewport.width),
+        i64::from(viewport.height),
+        dpr,
+        false,
+    ))
+    .await
+    .map_err(cdp)?;
+    page.execute(SetInterceptFileChooserDialogParams::new(true))
+        .await
+        .map_err(cdp)?;
+    Ok(())
+}
+
 /// Counts requests in flight and whether the main frame is loading, from Network/Page
 /// events. Drained synchronously in `settle`, so no event that arrived before a round trip
 /// to the page can be missed.
@@ -422,7 +461,7 @@ impl NetWatch {
             .event_listener::<EventRequestWillBeSent>()
             .await
             .map_err(cdp)?
-            .map(|e| { if std::env::var_os("CORDON_DEBUG").is_some() { eprintln!("req {} {} {:?}", e.request_id.inner(), e.request.url, e.frame_id); } NetEvent::Start(e.request_id.inner().clone()) })
+            .map(|e| NetEvent::Start(e.request_id.inner().clone()))
             .boxed();
         let b = page
             .event_listener::<EventLoadingFinished>()
@@ -440,13 +479,13 @@ impl NetWatch {
             .event_listener::<EventFrameStartedLoading>()
             .await
             .map_err(cdp)?
-            .map(|e| { if std::env::var_os("CORDON_DEBUG").is_some() { eprintln!("framestart {:?}", e.frame_id); } NetEvent::FrameStart(e.frame_id.inner().clone()) })
+            .map(|e| NetEvent::FrameStart(e.frame_id.inner().clone()))
             .boxed();
         let e = page
             .event_listener::<EventFrameStoppedLoading>()
             .await
             .map_err(cdp)?
-            .map(|e| { if std::env::var_os("CORDON_DEBUG").is_some() { eprintln!("framestop {:?}", e.frame_id); } NetEvent::FrameStop(e.frame_id.inner().clone()) })
+            .map(|e| NetEvent::FrameStop(e.frame_id.inner().clone()))
             .boxed();
         Ok(Self {
             events: futures::stream::select_all([a, b, c, d, e]),
@@ -491,9 +530,15 @@ pub struct BrowserSession {
     id: u64,
     context: chromiumoxide::cdp::browser_protocol::browser::BrowserContextId,
     page: Page,
+    /// Pages this session left behind when it followed a popup (closed with the session).
+    earlier_pages: Vec<Page>,
+    /// New pages in this session's context (popups, `target=_blank`).
+    popups: futures::stream::BoxStream<'static, TargetId>,
     net: NetWatch,
     scaler: Scaler,
     policy: OriginPolicy,
+    viewport: Size,
+    dpr: f64,
     settle_cap: Duration,
     /// Mouse buttons held (CDP `buttons` bitmask).
     buttons: i64,
@@ -595,14 +640,7 @@ impl BrowserSession {
 
     /// Evaluates JavaScript in the page and returns its JSON value.
     pub async fn eval(&self, expression: impl Into<String>) -> Result<serde_json::Value> {
-        let mut p = EvaluateParams::new(expression);
-        p.return_by_value = Some(true);
-        p.await_promise = Some(true);
-        let r = self.page.execute(p).await.map_err(cdp)?;
-        if let Some(ex) = &r.result.exception_details {
-            return Err(Error::Browser(format!("script threw: {}", ex.text)));
-        }
-        Ok(r.result.result.value.clone().unwrap_or(serde_json::Value::Null))
+        eval_on(self.page.clone(), expression.into()).await
     }
 
     async fn describe(&self, finder: &str) -> Result<Option<ElementInfo>> {
@@ -656,6 +694,33 @@ impl BrowserSession {
         Ok(())
     }
 
+    /// Makes the newest popup the session's page, as a person would see the new tab. The
+    /// opener is hidden from then on (Chromium stops drawing it), so staying on it would
+    /// leave the model with a stale or missing screenshot.
+    async fn follow(&mut self, target: TargetId, deadline: tokio::time::Instant) -> Result<()> {
+        if &target == self.page.target_id() {
+            return Ok(());
+        }
+        // chromiumoxide registers the page once it has attached to the new target.
+        let page = loop {
+            let found = self.browser.shared.browser.read().await.get_page(target.clone()).await;
+            match found {
+                Ok(p) => break p,
+                Err(_) if tokio::time::Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                Err(e) => return Err(cdp(format!("popup never became ready: {e}"))),
+            }
+        };
+        prepare_page(&page, self.viewport, self.dpr).await?;
+        self.net = NetWatch::new(&page).await?;
+        // The popup may already be loading; treat it as such until it reports stopping.
+        self.net.loading = true;
+        let old = std::mem::replace(&mut self.page, page);
+        self.earlier_pages.push(old);
+        Ok(())
+    }
+
     /// Closes the page and disposes of the context (cookies, storage, cache go with it).
     pub async fn close(&mut self) -> Result<()> {
         if self.closed {
@@ -664,6 +729,9 @@ impl BrowserSession {
         self.closed = true;
         self.browser.forget(self.id);
         let _closed = self.page.clone().close().await;
+        for p in self.earlier_pages.drain(..) {
+            let _closed = p.close().await;
+        }
         let browser = self.browser.shared.browser.read().await;
         browser
             .dispose_browser_context(self.context.clone())
@@ -851,8 +919,26 @@ impl Backend for BrowserSession {
         let deadline = tokio::time::Instant::now() + self.settle_cap;
         // 1. Let the page react to the input: one animation frame plus a task turn. Errors
         //    mean the document is being replaced, which the network wait below covers.
-        let frame = self.eval("new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)))");
-        let _frame = tokio::time::timeout_at(deadline, frame).await;
+        //    A popup hides this page (no more frames), so watch for one meanwhile.
+        let mut popup = None;
+        while let Some(Some(t)) = self.popups.next().now_or_never() {
+            popup = Some(t);
+        }
+        if popup.is_none() {
+            let frame = eval_on(self.page.clone(), NEXT_FRAME_JS.into());
+            tokio::select! {
+                _ = tokio::time::timeout_at(deadline, frame) => {}
+                Some(t) = self.popups.next() => popup = Some(t),
+            }
+            while let Some(Some(t)) = self.popups.next().now_or_never() {
+                popup = Some(t);
+            }
+        }
+        if let Some(target) = popup {
+            self.follow(target, deadline).await?;
+            let frame = eval_on(self.page.clone(), NEXT_FRAME_JS.into());
+            let _frame = tokio::time::timeout_at(deadline, frame).await;
+        }
         // 2. Wait for the network to go quiet and the main frame to finish loading.
         self.net.drain();
         while !self.net.quiet() {
@@ -863,7 +949,6 @@ impl Backend for BrowserSession {
                 }
                 Ok(None) => return Err(Error::SessionClosed("page event stream ended".into())),
                 Err(_) => {
-                    if std::env::var_os("CORDON_DEBUG").is_some() { eprintln!("cap: inflight {:?} loading {}", self.net.inflight, self.net.loading); }
                     // Cap reached (long poll, streaming, endless loading): capture anyway.
                     self.net.inflight.clear();
                     self.net.loading = false;

@@ -381,9 +381,7 @@ impl<B: Backend> Computer<B> {
             }
             let ta = Instant::now();
             for op in &lowered.ops {
-                if std::env::var_os("CORDON_DEBUG").is_some() { eprintln!("op {op:?}"); }
                 self.backend.run(op).await?;
-                if std::env::var_os("CORDON_DEBUG").is_some() { eprintln!("op done {:?}", ta.elapsed()); }
             }
             act_ms += ms(ta);
             report.screen_ops.extend(lowered.ops);
@@ -395,9 +393,7 @@ impl<B: Backend> Computer<B> {
         report.timings_ms.gate = gate_ms;
         report.timings_ms.act = act_ms;
         let ts = Instant::now();
-        if std::env::var_os("CORDON_DEBUG").is_some() { eprintln!("settle"); }
         report.settled = self.backend.settle().await?;
-        if std::env::var_os("CORDON_DEBUG").is_some() { eprintln!("settled {:?}", ts.elapsed()); }
         report.timings_ms.settle = ms(ts);
         let tc = Instant::now();
         let plan = match capture {

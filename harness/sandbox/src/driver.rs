@@ -292,7 +292,9 @@ fn classify(
                 (result, true)
             }
             Some(Outcome::Error { error_type, message, traceback }) => {
-                if memory.hit && error_type == "MemoryError" {
+                // Whatever the guest called it (MemoryError, InternalError: out of memory, or a
+                // later error caused by it), an uncaught error after the cap was hit is the cap.
+                if memory.hit {
                     return memory_stop(memory_limit);
                 }
                 let mut result = failure(ExecutionStatus::Error, &error_type, &message);

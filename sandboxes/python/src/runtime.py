@@ -84,6 +84,20 @@ def _install_stubs_and_import(name, attempts=40):
 
 
 asyncio, _stubbed_modules = _install_stubs_and_import("asyncio")
+
+# asyncio.run installs a SIGINT handler when the `signal` module offers one; WASI's has no
+# signals, so give it the names asyncio reads and nothing to install.
+import signal as _signal
+if not hasattr(_signal, "SIGINT"):
+    _signal.SIGINT = 2
+if not hasattr(_signal, "default_int_handler"):
+    def _no_signals(*_args):
+        raise KeyboardInterrupt
+    _signal.default_int_handler = _no_signals
+if not hasattr(_signal, "getsignal"):
+    _signal.getsignal = lambda _signum: None
+if not hasattr(_signal, "signal"):
+    _signal.signal = lambda _signum, _handler: None
 import ast
 import json
 import time
@@ -354,7 +368,9 @@ def _run_cell(source, tool_names):
     if not _seeded[0]:
         # The snapshot froze the generator's state: every instance would draw the same
         # numbers. Reseed from WASI's random source on first use in this instance.
-        _random.seed()
+        # seed() without an argument draws from an RNG that is frozen in the snapshot too.
+        import os as _os
+        _random.seed(int.from_bytes(_os.urandom(32), "little"))
         _seeded[0] = True
     try:
         _bind_tools(tool_names, _main)

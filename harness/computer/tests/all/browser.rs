@@ -161,3 +161,19 @@ async fn bad_actions_are_model_visible_and_the_session_goes_on() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_session_follows_a_popup_like_a_new_tab() {
+    let server = PageServer::start(None).await;
+    with_browser(|browser| async move {
+        let opts = session_opts(Size::new(1280, 800), 2.0, fixed(), Some(server.url("/popup-self")));
+        let mut c = computer(&browser, opts, Rules::allow_all()).await;
+        let r = ok_step(&mut c, Vendor::Anthropic, json!({"action": "left_click", "coordinate": [50, 40]})).await;
+        assert_eq!(r.current_url, Some(server.url("/targets")));
+        assert_eq!(r.screenshot.unwrap().size, Size::new(1024, 640));
+        // and the popup is driven at the session's viewport and DPR
+        assert_eq!(eval(&c, "[innerWidth, innerHeight, devicePixelRatio]").await, json!([1280, 800, 2]));
+        c.into_backend().close().await.unwrap();
+    })
+    .await;
+}

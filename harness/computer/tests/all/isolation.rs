@@ -114,23 +114,3 @@ async fn downloads_land_in_the_session_directory_only_when_allowed() {
     .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn probe_popup() {
-    let blocked = PageServer::start(None).await;
-    let server = PageServer::start(Some(blocked.addr)).await;
-    with_browser(|browser| async move {
-        let opts = session_opts(Size::new(1280, 800), 1.0, fixed(), Some(server.url("/popup")));
-        let c = computer(&browser, opts, Rules::allow_all()).await;
-        let page = c.backend().page().clone();
-        use chromiumoxide::cdp::browser_protocol::input::*;
-        for t in [DispatchMouseEventType::MousePressed, DispatchMouseEventType::MouseReleased] {
-            let mut p = DispatchMouseEventParams::new(t, 50.0, 40.0);
-            p.button = Some(MouseButton::Left); p.click_count = Some(1);
-            page.execute(p).await.unwrap();
-        }
-        for js in ["1", "document.visibilityState", "new Promise(r => requestAnimationFrame(() => r('raf')))"] {
-            let r = tokio::time::timeout(std::time::Duration::from_secs(2), c.backend().eval(js)).await;
-            eprintln!("{js} -> {r:?}");
-        }
-    }).await;
-}

@@ -14,7 +14,7 @@ static SANDBOX: OnceCell<Sandbox> = OnceCell::const_new();
 pub async fn sandbox() -> &'static Sandbox {
     SANDBOX
         .get_or_init(|| async {
-            let config = SandboxConfig::default().preload(vec![Language::Python]).max_instances(300);
+            let config = SandboxConfig::default().preload(vec![Language::Python, Language::Javascript]).max_instances(300);
             Sandbox::new(config).await.expect("the sandbox starts")
         })
         .await
@@ -44,7 +44,17 @@ pub fn client_tool(name: &str) -> Value {
 
 /// Starts a Python execution.
 pub async fn start(code: &str, tools: Dispatcher, limits: Limits) -> Execution {
-    sandbox().await.execute(ExecutionRequest::new(Language::Python, code, tools).limits(limits))
+    start_in(Language::Python, code, tools, limits).await
+}
+
+/// Starts an execution in `language`.
+pub async fn start_in(language: Language, code: &str, tools: Dispatcher, limits: Limits) -> Execution {
+    sandbox().await.execute(ExecutionRequest::new(language, code, tools).limits(limits))
+}
+
+/// Runs JavaScript to completion.
+pub async fn js(code: &str, tools: Dispatcher, limits: Limits) -> ExecutionResult {
+    start_in(Language::Javascript, code, tools, limits).await.wait().await
 }
 
 /// Runs Python code to completion with default limits and no tools.

@@ -2,6 +2,7 @@
 
 mod common;
 mod hostile;
+mod javascript;
 mod limits;
 mod python;
 mod sessions;

@@ -41,7 +41,7 @@ async fn exceptions_carry_type_message_and_traceback() {
 
 #[tokio::test]
 async fn syntax_errors_name_line_and_column() {
-    let result = python("x = 1\ny = (2 +\n").await;
+    let result = python("x = 1\ny = 2 +* 3\n").await;
     let message = raised(&result, "SyntaxError");
     assert!(message.contains("line 2"), "{message}");
     assert!(message.contains("column"), "{message}");
@@ -65,7 +65,7 @@ async fn stderr_is_separate_and_streamed_as_deltas() {
 
 #[tokio::test]
 async fn standard_modules_models_reach_for_import() {
-    let code = r#"
+    let code = r##"
 import json, re, math, datetime, collections, itertools, functools, random, string
 import statistics, textwrap, dataclasses, typing, decimal, fractions, heapq, bisect
 import base64, hashlib, uuid, time, csv, io, enum
@@ -77,7 +77,7 @@ class P:
  hashlib.sha256(b"x").hexdigest()[:8], str(decimal.Decimal("1.1") + 1), str(fractions.Fraction(1, 3)),
  base64.b64encode(b"hi").decode(), len(str(uuid.uuid4())), P(3).x, heapq.nsmallest(1, [3, 1]),
  datetime.date(2024, 1, 2).isoformat(), list(itertools.accumulate([1, 2, 3]))]
-"#;
+"##;
     let result = completed(python(code).await);
     assert_eq!(
         result.result,

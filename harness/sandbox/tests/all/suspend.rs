@@ -68,7 +68,7 @@ async fn gather_sends_one_batch_answered_in_several_requests_in_any_order() {
 #[tokio::test]
 async fn client_errors_raise_tool_error_in_the_guest() {
     let tools = tools(json!([client_tool("flaky")]));
-    let code = "try:\n    await flaky()\nexcept ToolError as e:\n    [e.kind, str(e)]";
+    let code = "try:\n    await flaky()\nexcept ToolError as e:\n    r = [e.kind, str(e)]\nr";
     let mut execution = start(code, tools, Limits::default()).await;
     let calls = awaited_calls(&mut execution).await;
     execution
@@ -102,7 +102,7 @@ async fn unknown_duplicate_and_repeated_ids_are_rejected_without_delivering_anyt
 async fn an_unanswered_call_times_out_with_a_clear_error_in_the_guest() {
     let tools = tools(json!([client_tool("never")]));
     let limits = Limits { client_tool_timeout_ms: 150, ..Limits::default() };
-    let code = "try:\n    await never()\nexcept ToolError as e:\n    [e.kind, str(e)]";
+    let code = "try:\n    await never()\nexcept ToolError as e:\n    r = [e.kind, str(e)]\nr";
     let result = completed(start(code, tools, limits).await.wait().await);
     assert_eq!(result.result[0], json!("timeout"), "{result:#?}");
 }

@@ -129,6 +129,11 @@ fn route(path: &str, me: SocketAddr, other: Option<SocketAddr>) -> (&'static str
             "<!doctype html><html><head><title>popup</title></head><body style='margin:0'>\
              <button style='position:absolute;left:0;top:0;width:200px;height:100px' onclick='window.open(\"http://{other}/popped\")'>Open popup</button></body></html>"
         )),
+        "/popup-self" => html(
+            "<!doctype html><html><head><title>opener</title></head><body style='margin:0'>\
+             <button style='position:absolute;left:0;top:0;width:200px;height:100px' onclick='window.open(\"/targets\")'>Open</button></body></html>"
+                .into(),
+        ),
         "/redirect" => ("302 Found", "text/plain", String::new(), format!("Location: http://{other}/redirected\r\n")),
         "/ws" => html(format!(
             "<!doctype html><html><head><title>ws</title></head><body><script>\
