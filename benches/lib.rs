@@ -21,18 +21,31 @@ pub fn summarize(samples: &mut [Duration]) -> Summary {
     let count = samples.len();
     let at = |q: f64| samples[((count as f64 - 1.0) * q).round() as usize];
     let total: Duration = samples.iter().sum();
-    Summary { p50: at(0.50), p99: at(0.99), mean: total / count.max(1) as u32, count }
+    Summary {
+        p50: at(0.50),
+        p99: at(0.99),
+        mean: total / count.max(1) as u32,
+        count,
+    }
 }
 
 /// Resident set size of this process in bytes (Linux `/proc/self/statm`).
 pub fn resident_bytes() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
     pages * 4096
 }
 
 /// Formats a duration in the most readable unit.
 pub fn fmt(duration: Duration) -> String {
     let micros = duration.as_secs_f64() * 1e6;
-    if micros < 1000.0 { format!("{micros:.1} µs") } else { format!("{:.2} ms", micros / 1000.0) }
+    if micros < 1000.0 {
+        format!("{micros:.1} µs")
+    } else {
+        format!("{:.2} ms", micros / 1000.0)
+    }
 }

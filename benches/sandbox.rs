@@ -1,6 +1,11 @@
 //! Sandbox benchmarks (issue: programmatic tool calling). Run with
 //! `cargo bench -p cordon-benches --bench sandbox`; numbers go to docs/benchmarks.md.
 
+#![allow(
+    clippy::expect_used,
+    reason = "a benchmark that cannot set up should stop"
+)]
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -22,7 +27,10 @@ fn tools() -> Dispatcher {
 
 async fn run(sandbox: &Sandbox, language: Language, code: &str) -> Duration {
     let started = Instant::now();
-    let result = sandbox.execute(ExecutionRequest::new(language, code, tools())).wait().await;
+    let result = sandbox
+        .execute(ExecutionRequest::new(language, code, tools()))
+        .wait()
+        .await;
     let elapsed = started.elapsed();
     assert_eq!(result.status, ExecutionStatus::Completed, "{result:?}");
     elapsed
@@ -37,7 +45,14 @@ async fn fresh_instance(sandbox: &Sandbox, language: Language, code: &str) {
         samples.push(run(sandbox, language, code).await);
     }
     let s = summarize(&mut samples);
-    println!("fresh instance `{code}` ({}): p50 {}  p99 {}  mean {}  (n={})", language.as_str(), fmt(s.p50), fmt(s.p99), fmt(s.mean), s.count);
+    println!(
+        "fresh instance `{code}` ({}): p50 {}  p99 {}  mean {}  (n={})",
+        language.as_str(),
+        fmt(s.p50),
+        fmt(s.p99),
+        fmt(s.mean),
+        s.count
+    );
 }
 
 async fn tool_calls(sandbox: &Sandbox, language: Language, with_calls: &str, without: &str) {
@@ -48,18 +63,32 @@ async fn tool_calls(sandbox: &Sandbox, language: Language, with_calls: &str, wit
         per_call.push(a.saturating_sub(b) / 1000);
     }
     let s = summarize(&mut per_call);
-    println!("1000 schema-checked static tool calls ({}): {} per call (median of 20 runs)", language.as_str(), fmt(s.p50));
+    println!(
+        "1000 schema-checked static tool calls ({}): {} per call (median of 20 runs)",
+        language.as_str(),
+        fmt(s.p50)
+    );
 }
 
 async fn cold_and_warm_start(language: Language) {
     let dir = tempfile::tempdir().expect("temp dir");
     for label in ["empty cache", "warm cache"] {
         let started = Instant::now();
-        let config = SandboxConfig::default().preload(vec![]).cache_dir(Some(dir.path().to_owned())).max_instances(4);
+        let config = SandboxConfig::default()
+            .preload(vec![])
+            .cache_dir(Some(dir.path().to_owned()))
+            .max_instances(4);
         let sandbox = Sandbox::new(config).await.expect("sandbox");
-        let result = sandbox.execute(ExecutionRequest::new(language, "print(1)", tools())).wait().await;
+        let result = sandbox
+            .execute(ExecutionRequest::new(language, "print(1)", tools()))
+            .wait()
+            .await;
         assert_eq!(result.stdout.trim(), "1");
-        println!("engine start → first output ({}, {label}): {}", language.as_str(), fmt(started.elapsed()));
+        println!(
+            "engine start → first output ({}, {label}): {}",
+            language.as_str(),
+            fmt(started.elapsed())
+        );
     }
 }
 
@@ -74,7 +103,10 @@ async fn idle_sessions(sandbox: &Sandbox, language: Language, code: &str) {
     }
     let after = resident_bytes();
     let per = (after.saturating_sub(before)) as f64 / 200.0 / (1 << 20) as f64;
-    println!("resident memory per idle session ({}, 200 live): {per:.2} MiB", language.as_str());
+    println!(
+        "resident memory per idle session ({}, 200 live): {per:.2} MiB",
+        language.as_str()
+    );
     drop(sessions);
 }
 
@@ -85,7 +117,10 @@ async fn concurrent(sandbox: &Sandbox, language: Language, code: &'static str) {
         let sandbox = sandbox.clone();
         handles.push(tokio::spawn(async move {
             let begun = Instant::now();
-            let result = sandbox.execute(ExecutionRequest::new(language, code, tools()).limits(Limits::default())).wait().await;
+            let result = sandbox
+                .execute(ExecutionRequest::new(language, code, tools()).limits(Limits::default()))
+                .wait()
+                .await;
             (begun.elapsed(), result.status)
         }));
     }
@@ -113,9 +148,14 @@ fn main() {
         Ok("javascript") => vec![Language::Javascript],
         _ => vec![Language::Python, Language::Javascript],
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     runtime.block_on(async {
-        let sandbox = Sandbox::new(SandboxConfig::default().preload(vec![]).max_instances(400)).await.expect("sandbox");
+        let sandbox = Sandbox::new(SandboxConfig::default().preload(vec![]).max_instances(400))
+            .await
+            .expect("sandbox");
         for language in languages {
             if sandbox.prepare(language).await.is_err() {
                 println!("({} image not built; skipped)", language.as_str());
@@ -137,7 +177,16 @@ fn main() {
             };
             fresh_instance(&sandbox, language, hello).await;
             tool_calls(&sandbox, language, loop_calls, loop_empty).await;
-            idle_sessions(&sandbox, language, if language == Language::Python { "x = 1" } else { "var x = 1" }).await;
+            idle_sessions(
+                &sandbox,
+                language,
+                if language == Language::Python {
+                    "x = 1"
+                } else {
+                    "var x = 1"
+                },
+            )
+            .await;
             concurrent(&sandbox, language, hello).await;
             concurrent(&sandbox, language, compute).await;
             cold_and_warm_start(language).await;

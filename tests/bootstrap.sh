@@ -4,6 +4,7 @@
 #   - the pinned Rust toolchain and its wasm32-wasip1 target (rust-toolchain.toml)
 #   - clang, lld, wasi-libc, libclang-rt-dev-wasm32, llvm: compile QuickJS for wasm
 #   - chromium: the computer-use browser backend and its tests
+#   - the Python clients of the end-to-end tests (tests/requirements.txt: httpx, mcp)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -39,5 +40,13 @@ if ((${#missing[@]})); then
         say "install them with: sudo ${command[*]}"
         exit 1
     fi
+fi
+# The real clients the server tests drive (tests/e2e). Checked by import, so a machine that
+# has them pays one python3 start, not a pip run.
+if ! python3 -c 'import httpx, mcp' 2>/dev/null; then
+    say "installing the Python test clients (tests/requirements.txt)"
+    # Debian's own python3 refuses system-wide installs (PEP 668): fall back to --user.
+    python3 -m pip install -q -r tests/requirements.txt >&2 ||
+        python3 -m pip install -q --user --break-system-packages -r tests/requirements.txt >&2
 fi
 say "ready"

@@ -281,7 +281,10 @@ fn read_response(reader: &mut Reader<'_>) -> Result<CallResult, FrameError> {
         return Ok(Ok(payload));
     }
     let kind = ToolErrorKind::from_code(status).ok_or(FrameError("unknown status"))?;
-    Ok(Err(ToolFailure { kind, message: payload }))
+    Ok(Err(ToolFailure {
+        kind,
+        message: payload,
+    }))
 }
 
 /// Inverse of [`encode_response`].
@@ -322,7 +325,10 @@ pub fn decode_batch_response(frame: &[u8]) -> Result<Vec<CallResult>, FrameError
 pub fn encode_outcome(outcome: &Outcome) -> Vec<u8> {
     let mut out = Vec::new();
     match outcome {
-        Outcome::Completed { result_json, result_repr } => {
+        Outcome::Completed {
+            result_json,
+            result_repr,
+        } => {
             out.push(0);
             for field in [result_json, result_repr] {
                 match field {
@@ -334,7 +340,11 @@ pub fn encode_outcome(outcome: &Outcome) -> Vec<u8> {
                 }
             }
         }
-        Outcome::Error { error_type, message, traceback } => {
+        Outcome::Error {
+            error_type,
+            message,
+            traceback,
+        } => {
             out.push(1);
             put_bytes(&mut out, error_type.as_bytes());
             put_bytes(&mut out, message.as_bytes());
@@ -358,7 +368,10 @@ pub fn decode_outcome(frame: &[u8]) -> Result<Outcome, FrameError> {
                 }
             }
             let [result_json, result_repr] = fields;
-            Outcome::Completed { result_json, result_repr }
+            Outcome::Completed {
+                result_json,
+                result_repr,
+            }
         }
         1 => Outcome::Error {
             error_type: lossy(reader.bytes()?),
@@ -386,8 +399,14 @@ mod tests {
     fn batch_response_round_trips_errors_and_values() {
         let results = vec![
             Ok("42".to_owned()),
-            Err(ToolFailure { kind: ToolErrorKind::Denied, message: "no".into() }),
-            Err(ToolFailure { kind: ToolErrorKind::Timeout, message: String::new() }),
+            Err(ToolFailure {
+                kind: ToolErrorKind::Denied,
+                message: "no".into(),
+            }),
+            Err(ToolFailure {
+                kind: ToolErrorKind::Timeout,
+                message: String::new(),
+            }),
         ];
         let frame = encode_batch_response(&results);
         assert_eq!(decode_batch_response(&frame).unwrap(), results);
@@ -396,14 +415,23 @@ mod tests {
     #[test]
     fn execute_request_round_trips() {
         let frame = encode_execute_request(&["a", "ns.b"], "print(1)");
-        assert_eq!(decode_execute_request(&frame).unwrap(), (vec!["a", "ns.b"], "print(1)"));
+        assert_eq!(
+            decode_execute_request(&frame).unwrap(),
+            (vec!["a", "ns.b"], "print(1)")
+        );
     }
 
     #[test]
     fn outcome_round_trips() {
         for outcome in [
-            Outcome::Completed { result_json: Some("[1]".into()), result_repr: None },
-            Outcome::Completed { result_json: None, result_repr: Some("<object>".into()) },
+            Outcome::Completed {
+                result_json: Some("[1]".into()),
+                result_repr: None,
+            },
+            Outcome::Completed {
+                result_json: None,
+                result_repr: Some("<object>".into()),
+            },
             Outcome::Error {
                 error_type: "ValueError".into(),
                 message: "bad".into(),

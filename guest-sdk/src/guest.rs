@@ -1,5 +1,8 @@
 //! The guest API over the raw imports (compiled only for wasm).
-#![allow(unsafe_code, reason = "this module is the FFI boundary of the bridge ABI")]
+#![allow(
+    unsafe_code,
+    reason = "this module is the FFI boundary of the bridge ABI"
+)]
 
 use crate::abi::{self, CallResult, ToolErrorKind, ToolFailure};
 
@@ -27,14 +30,22 @@ pub fn read_inbox(len: i32) -> Vec<u8> {
 }
 
 fn host_fault(what: &str) -> ToolFailure {
-    ToolFailure { kind: ToolErrorKind::Failed, message: format!("bridge fault: {what}") }
+    ToolFailure {
+        kind: ToolErrorKind::Failed,
+        message: format!("bridge fault: {what}"),
+    }
 }
 
 /// Calls one tool with JSON `input`; returns the JSON result or why it failed.
 pub fn call(name: &str, input: &str) -> CallResult {
     // SAFETY: both slices are valid for reads of their lengths for the whole call.
     let len = unsafe {
-        call_tool(name.as_ptr(), len_i32(name.len()), input.as_ptr(), len_i32(input.len()))
+        call_tool(
+            name.as_ptr(),
+            len_i32(name.len()),
+            input.as_ptr(),
+            len_i32(input.len()),
+        )
     };
     let frame = read_inbox(len);
     abi::decode_response(&frame).unwrap_or_else(|error| Err(host_fault(&error.to_string())))
@@ -49,8 +60,14 @@ pub fn call_many(calls: &[(&str, &str)]) -> Vec<CallResult> {
     let frame = read_inbox(len);
     match abi::decode_batch_response(&frame) {
         Ok(results) if results.len() == calls.len() => results,
-        Ok(_) => calls.iter().map(|_| Err(host_fault("result count mismatch"))).collect(),
-        Err(error) => calls.iter().map(|_| Err(host_fault(&error.to_string()))).collect(),
+        Ok(_) => calls
+            .iter()
+            .map(|_| Err(host_fault("result count mismatch")))
+            .collect(),
+        Err(error) => calls
+            .iter()
+            .map(|_| Err(host_fault(&error.to_string())))
+            .collect(),
     }
 }
 
@@ -77,7 +94,10 @@ pub fn install_panic_hook() {
             .map(|s| (*s).to_owned())
             .or_else(|| payload.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "unknown panic".to_owned());
-        write_output(abi::STREAM_STDERR, format!("guest runtime panic: {message}\n").as_bytes());
+        write_output(
+            abi::STREAM_STDERR,
+            format!("guest runtime panic: {message}\n").as_bytes(),
+        );
     }));
 }
 

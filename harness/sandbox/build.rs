@@ -1,3 +1,8 @@
+#![allow(
+    clippy::expect_used,
+    reason = "a build script reports failure by panicking"
+)]
+
 //! Builds the guest images for `wasm32-wasip1` (never for the host) and hands their paths
 //! to the crate, which embeds them.
 //!
@@ -20,7 +25,12 @@ struct GuestCrate {
 }
 
 const GUESTS: &[GuestCrate] = &[
-    GuestCrate { name: "python", package: "cordon-python-guest", dir: "sandboxes/python", env: &[] },
+    GuestCrate {
+        name: "python",
+        package: "cordon-python-guest",
+        dir: "sandboxes/python",
+        env: &[],
+    },
     GuestCrate {
         name: "javascript",
         package: "cordon-javascript-guest",
@@ -37,15 +47,28 @@ const GUESTS: &[GuestCrate] = &[
 
 fn main() {
     let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("set by cargo"));
-    let workspace = manifest_dir.join("../..").canonicalize().expect("workspace root exists");
+    let workspace = manifest_dir
+        .join("../..")
+        .canonicalize()
+        .expect("workspace root exists");
     let out_dir = PathBuf::from(env::var("OUT_DIR").expect("set by cargo"));
     // OUT_DIR is <target>/<profile>/build/<pkg>-<hash>/out; guests go to <target>/guests so
     // every profile (and clippy) shares one guest build.
-    let target_dir = out_dir.ancestors().nth(4).map(Path::to_path_buf).unwrap_or_else(|| out_dir.clone());
+    let target_dir = out_dir
+        .ancestors()
+        .nth(4)
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| out_dir.clone());
     let guest_target = target_dir.join("guests");
 
-    println!("cargo:rerun-if-changed={}", workspace.join("guest-sdk").display());
-    println!("cargo:rerun-if-changed={}", workspace.join("Cargo.lock").display());
+    println!(
+        "cargo:rerun-if-changed={}",
+        workspace.join("guest-sdk").display()
+    );
+    println!(
+        "cargo:rerun-if-changed={}",
+        workspace.join("Cargo.lock").display()
+    );
     println!("cargo:rerun-if-env-changed=CORDON_SKIP_GUESTS");
 
     for guest in GUESTS {
@@ -73,7 +96,15 @@ fn build_guest(guest: &GuestCrate, workspace: &Path, guest_target: &Path) {
     let mut command = Command::new(cargo);
     command
         .current_dir(workspace)
-        .args(["build", "--package", guest.package, "--target", "wasm32-wasip1", "--profile", "guest"])
+        .args([
+            "build",
+            "--package",
+            guest.package,
+            "--target",
+            "wasm32-wasip1",
+            "--profile",
+            "guest",
+        ])
         .arg("--target-dir")
         .arg(guest_target);
     // The outer build's flags, wrappers (clippy-driver) and target settings are for the host;
@@ -91,7 +122,9 @@ fn build_guest(guest: &GuestCrate, workspace: &Path, guest_target: &Path) {
     for (key, value) in guest.env {
         command.env(key, value);
     }
-    let status = command.status().unwrap_or_else(|error| panic!("could not run cargo: {error}"));
+    let status = command
+        .status()
+        .unwrap_or_else(|error| panic!("could not run cargo: {error}"));
     if !status.success() {
         panic!(
             "building the {} guest for wasm32-wasip1 failed (see above).\n\

@@ -26,21 +26,34 @@ impl Approver for TerminalApprover {
                 request.tool, request.reason, request.input
             );
             // Reading the terminal blocks; keep it off the runtime's workers.
-            tokio::task::spawn_blocking(move || ask(&question)).await.unwrap_or(Decision::Deny)
+            tokio::task::spawn_blocking(move || ask(&question))
+                .await
+                .unwrap_or(Decision::Deny)
         })
     }
 }
 
 fn ask(question: &str) -> Decision {
-    let Ok(tty) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/tty") else {
+    let Ok(tty) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")
+    else {
         return Decision::Deny;
     };
     let mut writer = &tty;
-    if writer.write_all(question.as_bytes()).and_then(|()| writer.flush()).is_err() {
+    if writer
+        .write_all(question.as_bytes())
+        .and_then(|()| writer.flush())
+        .is_err()
+    {
         return Decision::Deny;
     }
     let mut answer = String::new();
-    if std::io::BufReader::new(&tty).read_line(&mut answer).is_err() {
+    if std::io::BufReader::new(&tty)
+        .read_line(&mut answer)
+        .is_err()
+    {
         return Decision::Deny;
     }
     match answer.trim().to_ascii_lowercase().as_str() {
@@ -52,7 +65,9 @@ fn ask(question: &str) -> Decision {
 /// The approver for a command-line run.
 pub fn for_terminal(approved: Vec<String>, interactive: bool) -> Arc<dyn Approver> {
     if interactive && std::fs::File::open("/dev/tty").is_ok() {
-        Arc::new(TerminalApprover { approved: approved.into_iter().collect() })
+        Arc::new(TerminalApprover {
+            approved: approved.into_iter().collect(),
+        })
     } else {
         Arc::new(ApproveListed::new(approved))
     }

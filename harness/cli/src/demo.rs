@@ -60,11 +60,21 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     let first = run::execute_and_report(&sandbox, request, args.json).await?;
 
     eprintln!("── cordon demo 2/2: a runaway loop under a 200 ms CPU limit ──");
-    let limits = Limits { cpu_ms: 200, ..Limits::default() };
+    let limits = Limits {
+        cpu_ms: 200,
+        ..Limits::default()
+    };
     let request = ExecutionRequest::new(Language::Python, RUNAWAY, tools).limits(limits);
     let second = run::execute_and_report(&sandbox, request, args.json).await?;
 
     // The demo succeeds when the first program completes and the second is stopped.
-    let expected = (first == ExitCode::from(run::EXIT_COMPLETED), second == ExitCode::from(run::EXIT_LIMIT));
-    Ok(if expected == (true, true) { ExitCode::SUCCESS } else { ExitCode::from(run::EXIT_ERROR) })
+    let expected = (
+        first == ExitCode::from(run::EXIT_COMPLETED),
+        second == ExitCode::from(run::EXIT_LIMIT),
+    );
+    Ok(if expected == (true, true) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(run::EXIT_ERROR)
+    })
 }

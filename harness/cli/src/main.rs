@@ -1,8 +1,11 @@
 //! `cordon`: the command-line face of Cordon.
 
 mod approve;
+mod computer;
 mod demo;
+mod mcp;
 mod run;
+mod serve;
 
 use std::process::ExitCode;
 
@@ -23,11 +26,22 @@ enum Command {
     Run(run::RunArgs),
     /// Run a built-in program that calls tools, batches calls and hits a limit.
     Demo(demo::DemoArgs),
+    /// Drive an isolated browser with a scripted file of model actions (computer use).
+    Computer(computer::ComputerArgs),
+    /// Re-execute a recorded computer-use trajectory and report where it diverges.
+    Replay(computer::ReplayArgs),
+    /// Serve the HTTP + SSE API (sandboxes, executions, tool results, approvals).
+    Serve(serve::ServeArgs),
+    /// Serve MCP (an `execute_code` tool) on stdio, or Streamable HTTP with --http.
+    Mcp(mcp::McpArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("cordon: could not start the async runtime: {error}");
@@ -38,6 +52,10 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Run(args) => run::run(args).await,
             Command::Demo(args) => demo::run(args).await,
+            Command::Computer(args) => computer::run(args).await,
+            Command::Replay(args) => computer::replay(args).await,
+            Command::Serve(args) => serve::run(args).await,
+            Command::Mcp(args) => mcp::run(args).await,
         }
     });
     match outcome {

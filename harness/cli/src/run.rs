@@ -103,7 +103,10 @@ fn language_for(lang: Option<&str>, file: &str) -> anyhow::Result<Language> {
         return Language::parse(name)
             .with_context(|| format!("unknown language `{name}` (use python or javascript)"));
     }
-    let extension = Path::new(file).extension().and_then(|e| e.to_str()).unwrap_or("");
+    let extension = Path::new(file)
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("");
     Ok(match extension {
         "js" | "mjs" | "cjs" => Language::Javascript,
         _ => Language::Python,
@@ -113,7 +116,9 @@ fn language_for(lang: Option<&str>, file: &str) -> anyhow::Result<Language> {
 fn read_code(file: &str) -> anyhow::Result<String> {
     let bytes = if file == "-" {
         let mut bytes = Vec::new();
-        std::io::stdin().read_to_end(&mut bytes).context("reading the program from stdin")?;
+        std::io::stdin()
+            .read_to_end(&mut bytes)
+            .context("reading the program from stdin")?;
         bytes
     } else {
         std::fs::read(file).with_context(|| format!("reading {file}"))?
@@ -206,7 +211,11 @@ fn report_human(result: &ExecutionResult) {
         match result.status {
             ExecutionStatus::LimitExceeded => {
                 let limit = result.limit.map(|l| l.as_str()).unwrap_or("?");
-                let _ = writeln!(stderr, "cordon: limit exceeded ({limit}): {}", error.message);
+                let _ = writeln!(
+                    stderr,
+                    "cordon: limit exceeded ({limit}): {}",
+                    error.message
+                );
             }
             _ if !error.traceback.is_empty() => {
                 let _ = write!(stderr, "{}", error.traceback);
@@ -226,7 +235,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let language = language_for(args.lang.as_deref(), &args.file)?;
     let code = read_code(&args.file)?;
     let registry = load_tools(args.tools.as_deref())?;
-    let approver: Arc<dyn Approver> = approve::for_terminal(args.approve.clone(), std::io::stderr().is_terminal());
+    let approver: Arc<dyn Approver> =
+        approve::for_terminal(args.approve.clone(), std::io::stderr().is_terminal());
     let sandbox = sandbox(language).await?;
     let request = ExecutionRequest::new(language, code, Dispatcher::new(Arc::new(registry)))
         .limits(args.limits.limits())

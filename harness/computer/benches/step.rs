@@ -1,7 +1,14 @@
 //! Step overhead of the Chromium backend: click + settle + capture + scale + encode at a
-//! 1280×800 viewport shown to the model as 1024×640, and new-session time (context + page
-//! + first screenshot). Plain binary (harness = false): `cargo bench -p cordon-computer`.
-//! Needs Chromium (`sudo apt-get install -y chromium`).
+//! 1280x800 viewport shown to the model as 1024x640, and new-session time (context, page,
+//! first load, first screenshot). A plain binary (`harness = false`):
+//! `cargo bench -p cordon-computer --bench step`; `BENCH_N` sets the sample count.
+//!
+//! In the same run, on the same page and the same Chromium, it drives the peers in
+//! `benches/peers/browser.mjs` (raw Playwright, `@playwright/mcp --caps=vision`) and prints
+//! the ratios. The peers need Node and `npm install` in `benches/peers` once; without them
+//! that part is skipped with a note. `BENCH_PEERS=0` skips it too.
+//!
+//! Needs Chromium: `sudo apt-get install -y chromium`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "bench binary")]
 
@@ -11,6 +18,7 @@ use cordon_computer::gate::Rules;
 use cordon_computer::image::ImageFormat;
 use cordon_computer::{Computer, EngineOptions, Status};
 use cordon_protocol::computer::{Vendor, decode};
+use std::path::PathBuf;
 use std::time::Instant;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
@@ -48,16 +56,24 @@ fn opts(url: &str, dpr: f64) -> SessionOptions {
     let mut o = SessionOptions::default();
     o.viewport = Size::new(1280, 800);
     o.dpr = dpr;
-    o.display = DisplaySpec::Fixed { size: Size::new(1024, 640) };
+    o.display = DisplaySpec::Fixed {
+        size: Size::new(1024, 640),
+    };
     o.start_url = Some(url.to_owned());
     o
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let n: usize = std::env::var("BENCH_N").ok().and_then(|s| s.parse().ok()).unwrap_or(200);
+    let n: usize = std::env::var("BENCH_N")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(200);
     let url = serve().await;
-    let browser = Browser::launch(BrowserOptions::default()).await.expect("chromium");
+    let browser = Browser::launch(BrowserOptions::default())
+        .await
+        .expect("chromium");
+    let mut cordon_step = f64::NAN;
     for (dpr, format, name) in [
         (1.0, ImageFormat::JPEG, "jpeg q80, dpr 1"),
         (1.0, ImageFormat::Png, "png, dpr 1"),
@@ -69,7 +85,11 @@ async fn main() {
         e.format = format;
         let mut c = Computer::new(session, e);
         // button centre (640, 400) css → model (512, 320)
-        let call = decode(Vendor::Anthropic, &serde_json::json!({"action": "left_click", "coordinate": [512, 320]})).unwrap();
+        let call = decode(
+            Vendor::Anthropic,
+            &serde_json::json!({"action": "left_click", "coordinate": [512, 320]}),
+        )
+        .unwrap();
         for _ in 0..10 {
             c.step(call.clone(), None).await.unwrap();
         }
@@ -86,10 +106,18 @@ async fn main() {
             capture.push(r.timings_ms.capture);
             resized += usize::from(r.screenshot.as_ref().is_some_and(|s| s.resized));
         }
+        let p50 = pct(&mut total, 0.5);
+        if dpr == 1.0 && format == ImageFormat::JPEG {
+            cordon_step = p50;
+        }
         println!(
             "step (click+settle+capture+scale+encode) 1280x800 -> 1024x640, {name}: p50 {:.1} ms, p99 {:.1} ms \
              [act p50 {:.1}, settle p50 {:.1}, capture p50 {:.1}; resized {resized}/{n}]",
-            pct(&mut total, 0.5), pct(&mut total, 0.99), pct(&mut act, 0.5), pct(&mut settle, 0.5), pct(&mut capture, 0.5)
+            p50,
+            pct(&mut total, 0.99),
+            pct(&mut act, 0.5),
+            pct(&mut settle, 0.5),
+            pct(&mut capture, 0.5)
         );
         c.into_backend().close().await.unwrap();
     }
@@ -102,15 +130,87 @@ async fn main() {
         e.rules = Rules::allow_all();
         e.format = ImageFormat::JPEG;
         let mut c = Computer::new(session, e);
-        let shot = decode(Vendor::Anthropic, &serde_json::json!({"action": "screenshot"})).unwrap();
+        let shot = decode(
+            Vendor::Anthropic,
+            &serde_json::json!({"action": "screenshot"}),
+        )
+        .unwrap();
         c.step(shot, None).await.unwrap();
         times.push(t.elapsed().as_secs_f64() * 1000.0);
         c.into_backend().close().await.unwrap();
     }
+    let cordon_session = pct(&mut times, 0.5);
     println!(
         "new session (context + page + load + first screenshot): p50 {:.1} ms, p99 {:.1} ms",
-        pct(&mut times, 0.5),
+        cordon_session,
         pct(&mut times, 0.99)
     );
     browser.close().await.unwrap();
+    if std::env::var("BENCH_PEERS").is_ok_and(|v| v == "0") {
+        return;
+    }
+    peers(&url, n, cordon_step, cordon_session).await;
+}
+
+/// Runs `benches/peers/browser.mjs` against the same page and prints the comparison.
+async fn peers(url: &str, n: usize, cordon_step: f64, cordon_session: f64) {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../benches/peers");
+    if !dir.join("node_modules/playwright-core").exists() {
+        println!(
+            "peers: skipped (run `npm install` in {} first; Node and Debian's chromium are used)",
+            dir.display()
+        );
+        return;
+    }
+    let out = tokio::process::Command::new("node")
+        .arg("browser.mjs")
+        .arg(url)
+        .arg(n.to_string())
+        .current_dir(&dir)
+        .kill_on_drop(true)
+        .output()
+        .await;
+    let out = match out {
+        Ok(o) if o.status.success() => o,
+        Ok(o) => {
+            println!(
+                "peers: failed ({}): {}",
+                o.status,
+                String::from_utf8_lossy(&o.stderr)
+            );
+            return;
+        }
+        Err(e) => {
+            println!("peers: could not run node: {e}");
+            return;
+        }
+    };
+    let mut playwright = f64::NAN;
+    let mut playwright_session = f64::NAN;
+    let mut mcp = f64::NAN;
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        let (peer, what) = (v["peer"].as_str().unwrap_or(""), v["what"].as_str().unwrap_or(""));
+        let (p50, p99) = (v["p50"].as_f64().unwrap_or(f64::NAN), v["p99"].as_f64().unwrap_or(f64::NAN));
+        println!("peer {peer}, {what}: p50 {p50:.1} ms, p99 {p99:.1} ms (n {})", v["n"]);
+        match (peer.starts_with("@playwright/mcp"), what.starts_with("new session")) {
+            (true, _) => mcp = p50,
+            (false, true) => playwright_session = p50,
+            (false, false) => playwright = p50,
+        }
+    }
+    println!(
+        "ratio step Cordon / Playwright: {:.2} (target <= 1.0; {cordon_step:.1} / {playwright:.1} ms)",
+        cordon_step / playwright
+    );
+    println!(
+        "ratio step @playwright/mcp / Cordon: {:.1}x (target >= 8; {mcp:.1} / {cordon_step:.1} ms)",
+        mcp / cordon_step
+    );
+    println!(
+        "ratio new session Cordon / Playwright: {:.2} ({cordon_session:.1} / {playwright_session:.1} ms)",
+        cordon_session / playwright_session
+    );
 }

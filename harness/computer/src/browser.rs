@@ -25,16 +25,17 @@ use chromiumoxide::cdp::browser_protocol::fetch::{
     RequestStage,
 };
 use chromiumoxide::cdp::browser_protocol::input::{
-    DispatchKeyEventParams, DispatchKeyEventType, DispatchMouseEventParams,
-    DispatchMouseEventType, InsertTextParams, MouseButton,
+    DispatchKeyEventParams, DispatchKeyEventType, DispatchMouseEventParams, DispatchMouseEventType,
+    InsertTextParams, MouseButton,
 };
 use chromiumoxide::cdp::browser_protocol::network::{
     ErrorReason, EventLoadingFailed, EventLoadingFinished, EventRequestWillBeSent,
 };
 use chromiumoxide::cdp::browser_protocol::page::{
-    CaptureScreenshotFormat, CaptureScreenshotParams, EventFrameStartedLoading,
-    EventFrameStoppedLoading, GetLayoutMetricsParams, GetNavigationHistoryParams,
-    NavigateParams, NavigateToHistoryEntryParams, SetInterceptFileChooserDialogParams, Viewport,
+    CaptureScreenshotFormat, CaptureScreenshotParams, EventFrameNavigated,
+    EventFrameStartedLoading, EventFrameStoppedLoading, EventNavigatedWithinDocument,
+    GetLayoutMetricsParams, GetNavigationHistoryParams, NavigateParams,
+    NavigateToHistoryEntryParams, SetInterceptFileChooserDialogParams, Viewport,
 };
 use chromiumoxide::cdp::browser_protocol::target::{
     CreateBrowserContextParams, CreateTargetParams, EventTargetCreated, TargetId,
@@ -120,24 +121,84 @@ fn cdp(e: impl std::fmt::Display) -> Error {
 }
 
 struct Shared {
+    /// The current Chromium process (replaced when it is lost).
     browser: RwLock<chromiumoxide::Browser>,
+    life: Mutex<Life>,
+    /// The number of the newest generation that was lost (0: none yet). Sessions wait on
+    /// it next to every command, so a crash fails them at once instead of at a timeout.
+    lost_tx: tokio::sync::watch::Sender<u64>,
+    /// Serializes restarts.
+    restart: tokio::sync::Mutex<()>,
     /// Block-lists of live sessions; the browser-wide Fetch refuses what any of them blocks.
     policies: Mutex<HashMap<u64, OriginPolicy>>,
     dead_proxy_port: u16,
-    user_data_dir: PathBuf,
+    opts: BrowserOptions,
 }
 
-/// One Chromium process serving many sessions. Cheap to clone.
+/// Which Chromium process is current, and what became of the earlier ones.
+struct Life {
+    generation: u64,
+    pid: Option<u32>,
+    user_data_dir: PathBuf,
+    /// Why the current process is unusable (`None` while it is fine).
+    lost: Option<String>,
+    /// Why each earlier generation was lost (for the sessions that ran on it).
+    history: HashMap<u64, String>,
+    /// Handler pump, watchdog and fetch guard of the current process.
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Shared {
+    fn life(&self) -> std::sync::MutexGuard<'_, Life> {
+        self.life.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Marks generation `generation` as unusable; sessions on it fail with
+    /// [`Error::BrowserLost`] and the next new session restarts Chromium.
+    fn mark_lost(&self, generation: u64, why: String) {
+        let mut life = self.life();
+        if life.generation == generation && life.lost.is_none() {
+            life.lost = Some(why);
+            drop(life);
+            self.lost_tx.send_if_modified(|g| {
+                let newer = *g < generation;
+                *g = (*g).max(generation);
+                newer
+            });
+        }
+    }
+
+    /// Why `generation` is unusable, if it is.
+    fn lost_reason(&self, generation: u64) -> Option<String> {
+        let life = self.life();
+        if life.generation == generation {
+            life.lost.clone()
+        } else {
+            Some(
+                life.history
+                    .get(&generation)
+                    .cloned()
+                    .unwrap_or_else(|| "Chromium was restarted".into()),
+            )
+        }
+    }
+}
+
+/// One Chromium process serving many sessions, restarted when it crashes or hangs. Cheap
+/// to clone.
 #[derive(Clone)]
 pub struct Browser {
     shared: Arc<Shared>,
-    tasks: Arc<Mutex<Vec<JoinHandle<()>>>>,
+    proxy_task: Arc<JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for Browser {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let life = self.shared.life();
         f.debug_struct("Browser")
-            .field("user_data_dir", &self.shared.user_data_dir)
+            .field("generation", &life.generation)
+            .field("pid", &life.pid)
+            .field("user_data_dir", &life.user_data_dir)
             .finish_non_exhaustive()
     }
 }
@@ -153,6 +214,56 @@ fn running_as_root() -> bool {
     })
 }
 
+/// Whether process `pid` still runs (not gone, not a zombie waiting to be reaped).
+fn process_alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        // `pid (comm) state ...`; comm may contain spaces and parentheses.
+        s.rsplit_once(") ")
+            .and_then(|(_, rest)| rest.chars().next())
+            .is_some_and(|state| !matches!(state, 'Z' | 'X'))
+    })
+}
+
+/// Starts one Chromium process with a fresh profile directory.
+async fn spawn_chromium(
+    opts: &BrowserOptions,
+) -> Result<(
+    chromiumoxide::Browser,
+    chromiumoxide::Handler,
+    PathBuf,
+    Option<u32>,
+)> {
+    let user_data_dir = std::env::temp_dir().join(format!(
+        "cordon-chromium-{}-{}",
+        std::process::id(),
+        NEXT_ID.fetch_add(1, Ordering::Relaxed)
+    ));
+    let mut builder = BrowserConfig::builder()
+        .chrome_executable(&opts.executable)
+        .user_data_dir(&user_data_dir)
+        .viewport(None)
+        .request_timeout(opts.request_timeout)
+        .launch_timeout(Duration::from_secs(20))
+        // chromiumoxide adds the leading `--` itself.
+        .args([
+            "disable-gpu",
+            "disable-smooth-scrolling",
+            "no-default-browser-check",
+            "disable-extensions",
+            "deny-permission-prompts",
+        ])
+        .args(opts.extra_args.iter().map(String::as_str));
+    if running_as_root() {
+        builder = builder.no_sandbox();
+    }
+    let config = builder.build().map_err(Error::Config)?;
+    let (mut browser, handler) = chromiumoxide::Browser::launch(config).await.map_err(cdp)?;
+    let pid = browser
+        .get_mut_child()
+        .and_then(|c| c.as_mut_inner().id());
+    Ok((browser, handler, user_data_dir, pid))
+}
+
 impl Browser {
     /// Starts Chromium with a fresh profile directory.
     pub async fn launch(opts: BrowserOptions) -> Result<Self> {
@@ -161,11 +272,6 @@ impl Browser {
                 path: opts.executable.display().to_string(),
             });
         }
-        let user_data_dir = std::env::temp_dir().join(format!(
-            "cordon-chromium-{}-{}",
-            std::process::id(),
-            NEXT_ID.fetch_add(1, Ordering::Relaxed)
-        ));
         // A proxy that accepts and hangs up: contexts with an allow-list send everything
         // not bypassed here, so it fails fast instead of timing out.
         let dead = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -180,44 +286,137 @@ impl Browser {
                 drop(sock);
             }
         });
-        let mut builder = BrowserConfig::builder()
-            .chrome_executable(&opts.executable)
-            .user_data_dir(&user_data_dir)
-            .viewport(None)
-            .request_timeout(opts.request_timeout)
-            .launch_timeout(Duration::from_secs(20))
-            // chromiumoxide adds the leading `--` itself.
-            .args([
-                "disable-gpu",
-                "disable-smooth-scrolling",
-                "no-default-browser-check",
-                "disable-extensions",
-                "deny-permission-prompts",
-            ])
-            .args(opts.extra_args.iter().map(String::as_str));
-        if running_as_root() {
-            builder = builder.no_sandbox();
-        }
-        let config = builder.build().map_err(Error::Config)?;
-        let (browser, mut handler) = chromiumoxide::Browser::launch(config)
-            .await
-            .map_err(cdp)?;
-        let handler_task = tokio::spawn(async move {
-            // Errors here are per-message (a malformed event); keep pumping.
-            while handler.next().await.is_some() {}
-        });
+        let (browser, handler, user_data_dir, pid) = match spawn_chromium(&opts).await {
+            Ok(b) => b,
+            Err(e) => {
+                proxy_task.abort();
+                return Err(e);
+            }
+        };
         let shared = Arc::new(Shared {
             browser: RwLock::new(browser),
+            life: Mutex::new(Life {
+                generation: 1,
+                pid,
+                user_data_dir,
+                lost: None,
+                history: HashMap::new(),
+                tasks: Vec::new(),
+            }),
+            lost_tx: tokio::sync::watch::Sender::new(0),
+            restart: tokio::sync::Mutex::new(()),
             policies: Mutex::new(HashMap::new()),
             dead_proxy_port,
-            user_data_dir,
+            opts,
         });
         let this = Self {
             shared,
-            tasks: Arc::new(Mutex::new(vec![handler_task, proxy_task])),
+            proxy_task: Arc::new(proxy_task),
         };
-        this.start_fetch_guard().await?;
+        this.start(handler, 1, pid).await?;
         Ok(this)
+    }
+
+    /// The process id of the current Chromium (for diagnostics and tests).
+    pub fn pid(&self) -> Option<u32> {
+        self.shared.life().pid
+    }
+
+    /// How many Chromium processes this browser has started (1 until a restart).
+    pub fn generation(&self) -> u64 {
+        self.shared.life().generation
+    }
+
+    /// Pumps the CDP connection, watches the process, and guards requests.
+    async fn start(
+        &self,
+        mut handler: chromiumoxide::Handler,
+        generation: u64,
+        pid: Option<u32>,
+    ) -> Result<()> {
+        let weak = Arc::downgrade(&self.shared);
+        let pump = tokio::spawn(async move {
+            // Errors here are per-message (a malformed event); keep pumping.
+            while handler.next().await.is_some() {}
+            if let Some(shared) = weak.upgrade() {
+                shared.mark_lost(generation, "the connection to Chromium closed".into());
+            }
+        });
+        // A dead process leaves the websocket open-but-silent for a while: watch the
+        // process itself so its sessions fail at once.
+        let weak = Arc::downgrade(&self.shared);
+        let watchdog = tokio::spawn(async move {
+            let Some(pid) = pid else { return };
+            loop {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                let Some(shared) = weak.upgrade() else { return };
+                if !process_alive(pid) {
+                    shared.mark_lost(generation, format!("Chromium (pid {pid}) exited"));
+                    return;
+                }
+                if shared.life().generation != generation {
+                    return;
+                }
+            }
+        });
+        self.shared.life().tasks.extend([pump, watchdog]);
+        self.start_fetch_guard().await
+    }
+
+    /// Replaces a lost Chromium process with a new one. Sessions of the old one keep
+    /// failing with [`Error::BrowserLost`]; nothing else is carried over.
+    async fn ensure_running(&self) -> Result<u64> {
+        let _one = self.shared.restart.lock().await;
+        let (generation, lost, old_tasks, old_dir) = {
+            let mut life = self.shared.life();
+            match life.lost.clone() {
+                None => return Ok(life.generation),
+                Some(why) => (
+                    life.generation,
+                    why,
+                    std::mem::take(&mut life.tasks),
+                    life.user_data_dir.clone(),
+                ),
+            }
+        };
+        for t in old_tasks {
+            t.abort();
+        }
+        let (browser, handler, user_data_dir, pid) = spawn_chromium(&self.shared.opts).await?;
+        // Readers still talking to the old process give up within the request timeout.
+        let mut old = {
+            let mut current = self.shared.browser.write().await;
+            std::mem::replace(&mut *current, browser)
+        };
+        // A hung process is still there: kill (and reap) it.
+        let _killed = old.kill().await;
+        let _removed = std::fs::remove_dir_all(&old_dir);
+        let next = generation + 1;
+        {
+            let mut life = self.shared.life();
+            life.history.insert(generation, lost);
+            life.generation = next;
+            life.pid = pid;
+            life.user_data_dir = user_data_dir;
+            life.lost = None;
+        }
+        self.start(handler, next, pid).await?;
+        Ok(next)
+    }
+
+    /// After a command timed out: is the browser itself still answering? If not, it is
+    /// marked lost (a page stuck in a script loop only hangs its own session).
+    async fn probe(&self, generation: u64) -> bool {
+        let answer = tokio::time::timeout(Duration::from_secs(3), async {
+            self.shared.browser.read().await.version().await
+        })
+        .await;
+        let alive = matches!(answer, Ok(Ok(_)));
+        if !alive {
+            self.shared
+                .mark_lost(generation, "Chromium stopped answering".into());
+        }
+        alive
     }
 
     /// Browser-wide request interception: covers every page, popup and context.
@@ -269,15 +468,8 @@ impl Browser {
                 });
             }
         });
-        self.push_task(task);
+        self.shared.life().tasks.push(task);
         Ok(())
-    }
-
-    fn push_task(&self, task: JoinHandle<()>) {
-        self.tasks
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(task);
     }
 
     /// Opens an isolated session (own BrowserContext, viewport, DPR, policy).
@@ -288,7 +480,11 @@ impl Browser {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(id, opts.policy.clone());
-        match self.open(id, &opts).await {
+        let opened = match self.ensure_running().await {
+            Ok(generation) => self.open(id, &opts, generation).await,
+            Err(e) => Err(e),
+        };
+        match opened {
             Ok(s) => Ok(s),
             Err(e) => {
                 self.forget(id);
@@ -305,7 +501,7 @@ impl Browser {
             .remove(&id);
     }
 
-    async fn open(&self, id: u64, opts: &SessionOptions) -> Result<BrowserSession> {
+    async fn open(&self, id: u64, opts: &SessionOptions, generation: u64) -> Result<BrowserSession> {
         let browser = self.shared.browser.read().await;
         let bypass = opts.policy.proxy_bypass_list();
         let context = browser
@@ -367,7 +563,12 @@ impl Browser {
             dpr: opts.dpr,
             settle_cap: opts.settle_cap,
             buttons: 0,
+            needs_frame: false,
+            scroll_hint: None,
             closed: false,
+            generation,
+            lost_rx: self.shared.lost_tx.subscribe(),
+            lost: None,
         };
         if let Some(url) = &opts.start_url {
             if let Err(refusal) = opts.policy.check(url) {
@@ -378,27 +579,39 @@ impl Browser {
                 }
                 .into());
             }
-            session.run(&Op::Navigate { url: url.clone() }).await?;
-            session.settle().await?;
+            session.run_inner(&Op::Navigate { url: url.clone() }).await?;
+            session.settle_inner().await?;
         }
         Ok(session)
     }
 
     /// Stops Chromium and removes its profile directory.
     pub async fn close(self) -> Result<()> {
+        let _one = self.shared.restart.lock().await;
+        let lost = self.shared.life().lost.is_some();
         let mut browser = self.shared.browser.write().await;
-        let _closed = browser.close().await;
-        let _exited = browser.wait().await;
+        if lost {
+            let _killed = browser.kill().await;
+        } else {
+            let closed = tokio::time::timeout(Duration::from_secs(5), async {
+                let _closed = browser.close().await;
+                browser.wait().await
+            })
+            .await;
+            if closed.is_err() {
+                let _killed = browser.kill().await;
+            }
+        }
         drop(browser);
-        for t in self
-            .tasks
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .drain(..)
-        {
+        let (tasks, dir) = {
+            let mut life = self.shared.life();
+            (std::mem::take(&mut life.tasks), life.user_data_dir.clone())
+        };
+        for t in tasks {
             t.abort();
         }
-        let _removed = std::fs::remove_dir_all(&self.shared.user_data_dir);
+        self.proxy_task.abort();
+        let _removed = std::fs::remove_dir_all(&dir);
         Ok(())
     }
 }
@@ -416,9 +629,33 @@ async fn eval_on(page: Page, expression: String) -> Result<serde_json::Value> {
             .unwrap_or_else(|| ex.text.clone());
         return Err(Error::Browser(format!("script threw: {detail}")));
     }
-    Ok(r.result.result.value.clone().unwrap_or(serde_json::Value::Null))
+    Ok(r.result
+        .result
+        .value
+        .clone()
+        .unwrap_or(serde_json::Value::Null))
 }
 
+/// One task turn, so work the input queued (timers at 0, promise chains, navigations) has
+/// started before we look at the network. No animation-frame wait: `captureScreenshot`
+/// produces a fresh frame itself, and waiting for one here as well cost a whole frame
+/// (~14 ms in the bench).
+///
+/// It resolves to the visual viewport's scroll offset as of that turn (see `scroll_offset`).
+const TASK_TURN_JS: &str = "new Promise(r => setTimeout(() => { const v = window.visualViewport; \
+     r(v ? [v.pageLeft, v.pageTop] : [window.scrollX, window.scrollY]); }, 0))";
+
+/// `[x, y]` from the settle turn, if it is a plausible scroll offset (the page could have
+/// replaced `visualViewport`; then `getLayoutMetrics` is asked instead).
+fn scroll_offset(v: &serde_json::Value) -> Option<(f64, f64)> {
+    let a = v.as_array()?;
+    let (x, y) = (a.first()?.as_f64()?, a.get(1)?.as_f64()?);
+    (a.len() == 2 && x.is_finite() && y.is_finite() && x >= 0.0 && y >= 0.0).then_some((x, y))
+}
+
+/// After wheel input the scroll lands on the compositor, not in the page's turn: wait for a
+/// drawn frame before capturing (measured: without it the DPR-2 capture showed the old
+/// scroll position).
 const NEXT_FRAME_JS: &str = "new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)))";
 
 /// Fixed viewport and DPR; file choosers swallowed (nothing is uploaded unless a later API
@@ -446,6 +683,9 @@ struct NetWatch {
     inflight: HashSet<String>,
     loading: bool,
     main_frame: String,
+    /// The main frame's URL as of the last drained event (`None` until one arrives), so
+    /// reporting `current_url` costs no round trip to the page.
+    url: Option<String>,
 }
 
 enum NetEvent {
@@ -453,6 +693,8 @@ enum NetEvent {
     End(String),
     FrameStart(String),
     FrameStop(String),
+    /// (frame, url): a new document, or a same-document change (fragment, `pushState`).
+    Url(String, String),
 }
 
 impl NetWatch {
@@ -487,11 +729,31 @@ impl NetWatch {
             .map_err(cdp)?
             .map(|e| NetEvent::FrameStop(e.frame_id.inner().clone()))
             .boxed();
+        let f = page
+            .event_listener::<EventFrameNavigated>()
+            .await
+            .map_err(cdp)?
+            .map(|e| {
+                let url = format!(
+                    "{}{}",
+                    e.frame.url,
+                    e.frame.url_fragment.as_deref().unwrap_or_default()
+                );
+                NetEvent::Url(e.frame.id.inner().clone(), url)
+            })
+            .boxed();
+        let g = page
+            .event_listener::<EventNavigatedWithinDocument>()
+            .await
+            .map_err(cdp)?
+            .map(|e| NetEvent::Url(e.frame_id.inner().clone(), e.url.clone()))
+            .boxed();
         Ok(Self {
-            events: futures::stream::select_all([a, b, c, d, e]),
+            events: futures::stream::select_all([a, b, c, d, e, f, g]),
             inflight: HashSet::new(),
             loading: false,
             main_frame: page.target_id().inner().clone(),
+            url: None,
         })
     }
 
@@ -509,6 +771,7 @@ impl NetWatch {
                 self.inflight.clear();
             }
             NetEvent::FrameStop(f) if f == self.main_frame => self.loading = false,
+            NetEvent::Url(f, url) if f == self.main_frame => self.url = Some(url),
             _ => {}
         }
     }
@@ -542,6 +805,16 @@ pub struct BrowserSession {
     settle_cap: Duration,
     /// Mouse buttons held (CDP `buttons` bitmask).
     buttons: i64,
+    /// The last action scrolled or moved the pointer: settle waits for a frame.
+    needs_frame: bool,
+    /// The scroll offset read while settling, when nothing can have moved it since.
+    scroll_hint: Option<(f64, f64)>,
+    /// The Chromium process this session lives in.
+    generation: u64,
+    /// Tells when a generation is lost (the newest lost one).
+    lost_rx: tokio::sync::watch::Receiver<u64>,
+    /// Set once this session's browser is lost: every later call fails with it.
+    lost: Option<String>,
     closed: bool,
 }
 
@@ -703,7 +976,14 @@ impl BrowserSession {
         }
         // chromiumoxide registers the page once it has attached to the new target.
         let page = loop {
-            let found = self.browser.shared.browser.read().await.get_page(target.clone()).await;
+            let found = self
+                .browser
+                .shared
+                .browser
+                .read()
+                .await
+                .get_page(target.clone())
+                .await;
             match found {
                 Ok(p) => break p,
                 Err(_) if tokio::time::Instant::now() < deadline => {
@@ -728,6 +1008,10 @@ impl BrowserSession {
         }
         self.closed = true;
         self.browser.forget(self.id);
+        if self.guard().is_err() {
+            // Its process is gone (and its context with it).
+            return Ok(());
+        }
         let _closed = self.page.clone().close().await;
         for p in self.earlier_pages.drain(..) {
             let _closed = p.close().await;
@@ -741,20 +1025,8 @@ impl BrowserSession {
     }
 }
 
-impl Backend for BrowserSession {
-    fn name(&self) -> &'static str {
-        "browser"
-    }
-
-    fn scaler(&self) -> Scaler {
-        self.scaler
-    }
-
-    fn policy(&self) -> &OriginPolicy {
-        &self.policy
-    }
-
-    async fn element_at(&mut self, at: CssPoint) -> Result<Option<ElementInfo>> {
+impl BrowserSession {
+    async fn element_at_inner(&mut self, at: CssPoint) -> Result<Option<ElementInfo>> {
         self.describe(&format!(
             "(() => {{ let x = {}, y = {}, el = document.elementFromPoint(x, y);
                while (el && (el.tagName === 'IFRAME' || el.tagName === 'FRAME')) {{
@@ -770,7 +1042,7 @@ impl Backend for BrowserSession {
         .await
     }
 
-    async fn focused_element(&mut self) -> Result<Option<ElementInfo>> {
+    async fn focused_element_inner(&mut self) -> Result<Option<ElementInfo>> {
         self.describe(
             "(() => { let el = document.activeElement;
                while (el && (el.tagName === 'IFRAME' || el.tagName === 'FRAME')) {
@@ -782,14 +1054,24 @@ impl Backend for BrowserSession {
         .await
     }
 
-    async fn current_url(&mut self) -> Result<String> {
-        match self.eval("location.href").await {
-            Ok(serde_json::Value::String(s)) => Ok(s),
-            _ => Ok(self.page.url().await.map_err(cdp)?.unwrap_or_default()),
+    async fn current_url_inner(&mut self) -> Result<String> {
+        // Tracked from `Page.frameNavigated` / `navigatedWithinDocument`: every event sent
+        // before the reply to our last command is in the stream already, so this is as
+        // fresh as asking the page, without the round trip.
+        self.net.drain();
+        if let Some(url) = &self.net.url {
+            return Ok(url.clone());
         }
+        let url = match self.eval("location.href").await {
+            Ok(serde_json::Value::String(s)) => s,
+            _ => self.page.url().await.map_err(cdp)?.unwrap_or_default(),
+        };
+        self.net.url = Some(url.clone());
+        Ok(url)
     }
 
-    async fn run(&mut self, op: &Op) -> Result<()> {
+    async fn run_inner(&mut self, op: &Op) -> Result<()> {
+        self.needs_frame |= matches!(op, Op::Wheel { .. } | Op::Move { .. } | Op::History { .. });
         match op {
             Op::Move { to, pressed } => {
                 let b = pressed.map(|b| mouse_button(b).0);
@@ -915,8 +1197,10 @@ impl Backend for BrowserSession {
         }
     }
 
-    async fn settle(&mut self) -> Result<bool> {
+    async fn settle_inner(&mut self) -> Result<bool> {
         let deadline = tokio::time::Instant::now() + self.settle_cap;
+        self.scroll_hint = None;
+        let mut scroll = None;
         // 1. Let the page react to the input: one animation frame plus a task turn. Errors
         //    mean the document is being replaced, which the network wait below covers.
         //    A popup hides this page (no more frames), so watch for one meanwhile.
@@ -925,9 +1209,17 @@ impl Backend for BrowserSession {
             popup = Some(t);
         }
         if popup.is_none() {
-            let frame = eval_on(self.page.clone(), NEXT_FRAME_JS.into());
+            let framed = std::mem::take(&mut self.needs_frame);
+            let js = if framed { NEXT_FRAME_JS } else { TASK_TURN_JS };
+            let turn = eval_on(self.page.clone(), js.into());
             tokio::select! {
-                _ = tokio::time::timeout_at(deadline, frame) => {}
+                r = tokio::time::timeout_at(deadline, turn) => {
+                    // The scroll offset read in the same turn saves `getLayoutMetrics` at
+                    // capture, unless the compositor may still move it (wheel, history).
+                    if !framed && let Ok(Ok(v)) = r {
+                        scroll = scroll_offset(&v);
+                    }
+                }
                 Some(t) = self.popups.next() => popup = Some(t),
             }
             while let Some(Some(t)) = self.popups.next().now_or_never() {
@@ -935,12 +1227,17 @@ impl Backend for BrowserSession {
             }
         }
         if let Some(target) = popup {
+            scroll = None;
             self.follow(target, deadline).await?;
-            let frame = eval_on(self.page.clone(), NEXT_FRAME_JS.into());
-            let _frame = tokio::time::timeout_at(deadline, frame).await;
+            let turn = eval_on(self.page.clone(), TASK_TURN_JS.into());
+            let _turn = tokio::time::timeout_at(deadline, turn).await;
         }
         // 2. Wait for the network to go quiet and the main frame to finish loading.
         self.net.drain();
+        if self.net.quiet() {
+            // Nothing happened after the page's turn: its scroll offset is still current.
+            self.scroll_hint = scroll;
+        }
         while !self.net.quiet() {
             match tokio::time::timeout_at(deadline, self.net.events.next()).await {
                 Ok(Some(ev)) => {
@@ -959,24 +1256,36 @@ impl Backend for BrowserSession {
         Ok(true)
     }
 
-    async fn capture(&mut self, plan: &CapturePlan, format: ImageFormat) -> Result<EncodedImage> {
-        // The clip is in document coordinates: add the scroll offset.
-        let metrics = self
-            .page
-            .execute(GetLayoutMetricsParams::default())
-            .await
-            .map_err(cdp)?;
-        let vv = &metrics.result.css_visual_viewport;
+    async fn capture_inner(&mut self, plan: &CapturePlan, format: ImageFormat) -> Result<EncodedImage> {
+        // The clip is in document coordinates: add the scroll offset, read now because
+        // wheel scrolling lands on the compositor after the page's own turn (measured: an
+        // offset read while settling was stale at DPR 2).
+        let (page_x, page_y) = match self.scroll_hint.take() {
+            Some(offset) => offset,
+            None => {
+                let m = self
+                    .page
+                    .execute(GetLayoutMetricsParams::default())
+                    .await
+                    .map_err(cdp)?;
+                (
+                    m.result.css_visual_viewport.page_x,
+                    m.result.css_visual_viewport.page_y,
+                )
+            }
+        };
         let (cdp_format, quality) = match format {
             ImageFormat::Png => (CaptureScreenshotFormat::Png, None),
-            ImageFormat::Jpeg { quality } => (CaptureScreenshotFormat::Jpeg, Some(i64::from(quality))),
+            ImageFormat::Jpeg { quality } => {
+                (CaptureScreenshotFormat::Jpeg, Some(i64::from(quality)))
+            }
         };
         let params = CaptureScreenshotParams {
             format: Some(cdp_format),
             quality,
             clip: Some(Viewport {
-                x: plan.clip.x + vv.page_x,
-                y: plan.clip.y + vv.page_y,
+                x: plan.clip.x + page_x,
+                y: plan.clip.y + page_y,
                 width: plan.clip.width,
                 height: plan.clip.height,
                 scale: plan.scale,
@@ -991,5 +1300,113 @@ impl Backend for BrowserSession {
             .decode(b64)
             .map_err(|e| Error::Browser(format!("screenshot data: {e}")))?;
         fit(data, format, plan.out, format)
+    }
+}
+
+impl Backend for BrowserSession {
+    fn name(&self) -> &'static str {
+        "browser"
+    }
+
+    fn scaler(&self) -> Scaler {
+        self.scaler
+    }
+
+    fn policy(&self) -> &OriginPolicy {
+        &self.policy
+    }
+
+    async fn element_at(&mut self, at: CssPoint) -> Result<Option<ElementInfo>> {
+        self.guard()?;
+        let mut lost = self.lost_rx.clone();
+        let r = watch_lost(&mut lost, self.generation, self.element_at_inner(at)).await;
+        self.vet(r).await
+    }
+
+    async fn focused_element(&mut self) -> Result<Option<ElementInfo>> {
+        self.guard()?;
+        let mut lost = self.lost_rx.clone();
+        let r = watch_lost(&mut lost, self.generation, self.focused_element_inner()).await;
+        self.vet(r).await
+    }
+
+    async fn current_url(&mut self) -> Result<String> {
+        self.guard()?;
+        let mut lost = self.lost_rx.clone();
+        let r = watch_lost(&mut lost, self.generation, self.current_url_inner()).await;
+        self.vet(r).await
+    }
+
+    async fn run(&mut self, op: &Op) -> Result<()> {
+        self.guard()?;
+        let mut lost = self.lost_rx.clone();
+        let r = watch_lost(&mut lost, self.generation, self.run_inner(op)).await;
+        self.vet(r).await
+    }
+
+    async fn settle(&mut self) -> Result<bool> {
+        self.guard()?;
+        let mut lost = self.lost_rx.clone();
+        let r = watch_lost(&mut lost, self.generation, self.settle_inner()).await;
+        self.vet(r).await
+    }
+
+    async fn capture(&mut self, plan: &CapturePlan, format: ImageFormat) -> Result<EncodedImage> {
+        self.guard()?;
+        let mut lost = self.lost_rx.clone();
+        let r = watch_lost(&mut lost, self.generation, self.capture_inner(plan, format)).await;
+        self.vet(r).await
+    }
+}
+
+/// Runs `op` unless generation `generation` is lost first (then it is dropped: a dead
+/// process would otherwise hold it until the request timeout).
+async fn watch_lost<T>(
+    lost: &mut tokio::sync::watch::Receiver<u64>,
+    generation: u64,
+    op: impl std::future::Future<Output = Result<T>>,
+) -> Result<T> {
+    tokio::select! {
+        r = op => r,
+        _ = lost.wait_for(|g| *g >= generation) => Err(Error::BrowserLost {
+            reason: "Chromium went away during the step".into(),
+        }),
+    }
+}
+
+impl BrowserSession {
+    /// Fails at once when this session's browser is already known to be lost.
+    fn guard(&mut self) -> Result<()> {
+        if self.lost.is_none() {
+            self.lost = self.browser.shared.lost_reason(self.generation);
+        }
+        match &self.lost {
+            Some(reason) => Err(Error::BrowserLost {
+                reason: reason.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Turns a failure caused by a lost browser into [`Error::BrowserLost`]. A timed-out
+    /// command asks the browser whether it still answers; if not, it is lost.
+    async fn vet<T>(&mut self, r: Result<T>) -> Result<T> {
+        let e = match r {
+            Ok(v) => return Ok(v),
+            Err(e @ Error::Action(_)) => return Err(e),
+            Err(e) => e,
+        };
+        let timed_out = matches!(&e, Error::Browser(m) if m.contains("timed out"));
+        if timed_out && self.browser.shared.lost_reason(self.generation).is_none() {
+            // Marks the generation lost if the browser itself no longer answers.
+            let _alive = self.browser.probe(self.generation).await;
+        }
+        match self.browser.shared.lost_reason(self.generation) {
+            Some(reason) => {
+                self.lost = Some(reason.clone());
+                Err(Error::BrowserLost { reason })
+            }
+            None => Err(e),
+        }
     }
 }

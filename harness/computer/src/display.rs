@@ -77,11 +77,18 @@ impl Preset {
 #[non_exhaustive]
 pub enum DisplaySpec {
     /// Exactly this size (the aspect may differ from the viewport's: x and y scale apart).
-    Fixed { size: Size },
-    Preset { preset: Preset },
+    Fixed {
+        size: Size,
+    },
+    Preset {
+        preset: Preset,
+    },
     /// The viewport scaled down (never up), aspect kept, until its long edge is at most
     /// `long_edge` and its area at most `max_pixels` (Anthropic's guidance: 1568 px, 1.15 MP).
-    Budget { long_edge: u32, max_pixels: u64 },
+    Budget {
+        long_edge: u32,
+        max_pixels: u64,
+    },
 }
 
 impl DisplaySpec {
@@ -268,7 +275,11 @@ mod tests {
     #[test]
     fn every_model_pixel_round_trips_exactly() {
         for preset in Preset::ALL {
-            for viewport in [Size::new(1280, 800), Size::new(1366, 768), Size::new(800, 600)] {
+            for viewport in [
+                Size::new(1280, 800),
+                Size::new(1366, 768),
+                Size::new(800, 600),
+            ] {
                 let s = Scaler::new(preset.size(), viewport, 2.0);
                 for x in 0..i64::from(preset.size().width) {
                     let c = s.to_css(Point::new(x, 0), CoordSpace::Display).unwrap();
@@ -301,7 +312,10 @@ mod tests {
         let c = s
             .to_css(Point::new(500, 500), CoordSpace::Normalized { max: 999 })
             .unwrap();
-        assert!((c.x - 640.64).abs() < 1e-9 && (c.y - 400.4).abs() < 1e-9, "{c:?}");
+        assert!(
+            (c.x - 640.64).abs() < 1e-9 && (c.y - 400.4).abs() < 1e-9,
+            "{c:?}"
+        );
     }
 
     #[test]

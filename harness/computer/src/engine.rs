@@ -182,6 +182,8 @@ pub struct Computer<B> {
     next_pending: u64,
     trajectory: Option<TrajectoryWriter>,
     resolving: Option<String>,
+    /// When the current step started (so every report, early or not, has a total).
+    started: Option<Instant>,
 }
 
 impl<B> std::fmt::Debug for Computer<B> {
@@ -214,6 +216,7 @@ impl<B: Backend> Computer<B> {
             next_pending: 1,
             trajectory: None,
             resolving: None,
+            started: None,
         }
     }
 
@@ -245,7 +248,11 @@ impl<B: Backend> Computer<B> {
 
     /// Runs one call. Model-visible problems come back as a report with status `error`
     /// (or `denied`/`approval_required`); `Err` means the session is broken.
-    pub async fn step(&mut self, call: ComputerCall, raw: Option<&serde_json::Value>) -> Result<StepReport> {
+    pub async fn step(
+        &mut self,
+        call: ComputerCall,
+        raw: Option<&serde_json::Value>,
+    ) -> Result<StepReport> {
         if let Some(id) = self.pending.as_ref().map(|p| p.id.clone()) {
             let waiting = self.step;
             let mut report = self.new_report(&call);
@@ -310,6 +317,7 @@ impl<B: Backend> Computer<B> {
         raw: Option<&serde_json::Value>,
     ) -> Result<StepReport> {
         let t0 = Instant::now();
+        self.started = Some(t0);
         let mut report = self.new_report(&call);
         self.lowerer.space = call.coords;
         self.lowerer.scaler = self.backend.scaler();
@@ -462,6 +470,12 @@ impl<B: Backend> Computer<B> {
         raw: Option<&serde_json::Value>,
         _note: Option<&str>,
     ) -> Result<StepReport> {
+        let mut report = report;
+        if report.timings_ms.total == 0.0
+            && let Some(t0) = self.started.take()
+        {
+            report.timings_ms.total = ms(t0);
+        }
         if let Some(t) = &mut self.trajectory {
             t.append(&report, call, raw)?;
         }

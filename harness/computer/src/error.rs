@@ -21,10 +21,7 @@ pub enum ActionError {
         max_y: i64,
     },
     #[error("{what} is not supported by the {backend} backend")]
-    Unsupported {
-        what: String,
-        backend: &'static str,
-    },
+    Unsupported { what: String, backend: &'static str },
     #[error("invalid argument: {0}")]
     Invalid(String),
     /// Navigation or a request to a URL the session's policy does not allow.
@@ -53,6 +50,13 @@ pub enum Error {
     /// The browser or the CDP connection failed (crash, hang, protocol error).
     #[error("browser: {0}")]
     Browser(String),
+    /// The browser process this session ran in crashed or stopped answering. Only the
+    /// sessions on that process get this; the next `new_session` starts a new process.
+    #[error(
+        "browser lost: {reason}; this session cannot continue: open a new session \
+         (Chromium is restarted for it)"
+    )]
+    BrowserLost { reason: String },
     /// The session was closed or its browser went away; start a new session.
     #[error("session closed: {0}")]
     SessionClosed(String),

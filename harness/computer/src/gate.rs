@@ -432,7 +432,10 @@ mod tests {
         assert_eq!(v.element.as_deref(), Some("input[type=password]"));
         let v = eval(&rules, &click(), Some(&button("Delete")));
         assert_eq!(v.rule.as_deref(), Some("high-impact-button"));
-        assert!(v.reason.contains("risky element button \"delete\""), "{v:?}");
+        assert!(
+            v.reason.contains("risky element button \"delete\""),
+            "{v:?}"
+        );
         assert_eq!(
             eval(&rules, &click(), Some(&button("Open"))).decision,
             Decision::Allow

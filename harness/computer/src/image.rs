@@ -73,7 +73,12 @@ pub fn dimensions(data: &[u8]) -> Result<Size> {
 }
 
 /// Returns `data` (encoded as `captured_as`) as exactly `want` in `format`.
-pub fn fit(data: Vec<u8>, captured_as: ImageFormat, want: Size, format: ImageFormat) -> Result<EncodedImage> {
+pub fn fit(
+    data: Vec<u8>,
+    captured_as: ImageFormat,
+    want: Size,
+    format: ImageFormat,
+) -> Result<EncodedImage> {
     let size = dimensions(&data)?;
     if size == want && captured_as == format {
         return Ok(EncodedImage {
@@ -100,8 +105,9 @@ pub fn fit(data: Vec<u8>, captured_as: ImageFormat, want: Size, format: ImageFor
 
 /// Resizes packed RGB8 pixels.
 pub fn resize_rgb(pixels: Vec<u8>, from: Size, to: Size) -> Result<Vec<u8>> {
-    let src = fir::images::Image::from_vec_u8(from.width, from.height, pixels, fir::PixelType::U8x3)
-        .map_err(img_err)?;
+    let src =
+        fir::images::Image::from_vec_u8(from.width, from.height, pixels, fir::PixelType::U8x3)
+            .map_err(img_err)?;
     let mut dst = fir::images::Image::new(to.width, to.height, fir::PixelType::U8x3);
     // Bilinear is sharp enough for UI text at these ratios and the cheapest convolution.
     let opts = fir::ResizeOptions::new()
@@ -121,11 +127,23 @@ pub fn encode_rgb(pixels: &[u8], size: Size, format: ImageFormat) -> Result<Vec<
             image::codecs::png::CompressionType::Fast,
             image::codecs::png::FilterType::Adaptive,
         )
-        .write_image(pixels, size.width, size.height, image::ExtendedColorType::Rgb8)
+        .write_image(
+            pixels,
+            size.width,
+            size.height,
+            image::ExtendedColorType::Rgb8,
+        )
         .map_err(img_err)?,
-        ImageFormat::Jpeg { quality } => image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, quality)
-            .write_image(pixels, size.width, size.height, image::ExtendedColorType::Rgb8)
-            .map_err(img_err)?,
+        ImageFormat::Jpeg { quality } => {
+            image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, quality)
+                .write_image(
+                    pixels,
+                    size.width,
+                    size.height,
+                    image::ExtendedColorType::Rgb8,
+                )
+                .map_err(img_err)?
+        }
     }
     Ok(out)
 }
@@ -144,7 +162,9 @@ mod tests {
     #[test]
     fn fit_resizes_and_reencodes_to_the_planned_size() {
         let from = Size::new(40, 20);
-        let pixels: Vec<u8> = (0..40 * 20).flat_map(|i| [(i % 251) as u8, 0, 255]).collect();
+        let pixels: Vec<u8> = (0..40 * 20)
+            .flat_map(|i| [(i % 251) as u8, 0, 255])
+            .collect();
         let png = encode_rgb(&pixels, from, ImageFormat::Png).unwrap();
         let same = fit(png.clone(), ImageFormat::Png, from, ImageFormat::Png).unwrap();
         assert!(!same.resized);
@@ -153,7 +173,10 @@ mod tests {
         assert!(out.resized);
         assert_eq!(dimensions(&out.data).unwrap(), Size::new(30, 20));
         assert_eq!(&out.data[..2], &[0xFF, 0xD8], "JPEG magic");
-        assert_eq!(ImageFormat::parse("jpeg:90"), Some(ImageFormat::Jpeg { quality: 90 }));
+        assert_eq!(
+            ImageFormat::parse("jpeg:90"),
+            Some(ImageFormat::Jpeg { quality: 90 })
+        );
         assert_eq!(ImageFormat::parse("gif"), None);
     }
 }

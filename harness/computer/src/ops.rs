@@ -70,12 +70,20 @@ pub enum Op {
         modifiers: u8,
     },
     /// Insert text as if typed (no per-key events).
-    Text { text: String },
-    Navigate { url: String },
+    Text {
+        text: String,
+    },
+    Navigate {
+        url: String,
+    },
     /// -1 back, +1 forward.
-    History { delta: i32 },
+    History {
+        delta: i32,
+    },
     /// A wait the model asked for (never used for settling).
-    Sleep { ms: u64 },
+    Sleep {
+        ms: u64,
+    },
 }
 
 /// What to capture after the action.
@@ -151,8 +159,15 @@ fn duration(secs: f64) -> Result<u64, ActionError> {
 /// A bare host typed by a model (`example.com`) gets `https://`.
 pub fn normalize_url(url: &str) -> String {
     const KEEP: &[&str] = &[
-        "about:", "data:", "blob:", "javascript:", "file:", "chrome:", "chrome-extension:",
-        "view-source:", "devtools:",
+        "about:",
+        "data:",
+        "blob:",
+        "javascript:",
+        "file:",
+        "chrome:",
+        "chrome-extension:",
+        "view-source:",
+        "devtools:",
     ];
     let url = url.trim();
     let lower = url.to_ascii_lowercase();
@@ -198,10 +213,10 @@ impl Lowerer {
                 text = Some(format!("X={},Y={}", p.x, p.y));
             }
             Action::Click {
-                at,
                 button,
                 count,
                 modifiers,
+                ..
             } => {
                 if !(1..=3).contains(count) {
                     return Err(ActionError::Invalid(format!(
@@ -210,12 +225,8 @@ impl Lowerer {
                 }
                 let p = target.unwrap_or(self.pointer);
                 let mask = press(&mut ops, modifiers);
-                if at.is_some() {
-                    ops.push(Op::Move {
-                        to: p,
-                        pressed: None,
-                    });
-                }
+                // No separate mouseMoved: Chromium holds it to the next frame (~13 ms,
+                // FIELD-NOTES) and a press at a new position updates hover state itself.
                 for i in 1..=*count {
                     ops.push(Op::Down {
                         at: p,
@@ -514,10 +525,6 @@ mod tests {
                 Op::KeyDown {
                     key: Key::parse("Shift").unwrap(),
                     modifiers: 8
-                },
-                Op::Move {
-                    to: at,
-                    pressed: None
                 },
                 Op::Down {
                     at,

@@ -58,10 +58,10 @@ impl TrajectoryWriter {
         call: &ComputerCall,
         raw: Option<&Value>,
     ) -> Result<Option<PathBuf>> {
-        let mut line = serde_json::to_value(report)
-            .map_err(|e| Error::Config(format!("step report: {e}")))?;
-        line["call"] = serde_json::to_value(call)
-            .map_err(|e| Error::Config(format!("call: {e}")))?;
+        let mut line =
+            serde_json::to_value(report).map_err(|e| Error::Config(format!("step report: {e}")))?;
+        line["call"] =
+            serde_json::to_value(call).map_err(|e| Error::Config(format!("call: {e}")))?;
         if let Some(raw) = raw {
             line["sent"] = raw.clone();
         }
@@ -154,7 +154,11 @@ pub async fn replay<B: Backend>(computer: &mut Computer<B>, dir: &Path) -> Resul
     let path = dir.join(STEPS);
     let text = std::fs::read_to_string(&path).map_err(io_err(&path))?;
     let mut recorded = Vec::new();
-    for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+    for (n, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
         let r: Recorded = serde_json::from_str(line)
             .map_err(|e| Error::Config(format!("{}:{}: {e}", path.display(), n + 1)))?;
         recorded.push(r);

@@ -77,6 +77,21 @@ pub(crate) async fn run_host(
             "`{}` is a client tool and cannot run on the host",
             tool.name()
         ))),
+        HandlerSpec::Mcp { server, tool: remote } => match tool.provider() {
+            Some(provider) => provider
+                .call(remote, input)
+                .await
+                .map(|value| {
+                    let text = value.to_string();
+                    (value, text)
+                })
+                .map_err(failed),
+            None => Err(failed(format!(
+                "`{}` needs the MCP server `{server}`, which is not connected \
+                 (start Cordon with --connect {server}=COMMAND)",
+                tool.name()
+            ))),
+        },
         _ => Err(failed(format!(
             "`{}` has a handler kind this host does not support",
             tool.name()

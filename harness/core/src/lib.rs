@@ -40,6 +40,7 @@
 pub mod broker;
 pub mod dispatch;
 mod handlers;
+pub mod provider;
 pub mod registry;
 
 pub use broker::{
@@ -47,6 +48,7 @@ pub use broker::{
     UnknownApproval,
 };
 pub use dispatch::{CallContext, DispatchedCall, Dispatcher, EventSink};
+pub use provider::ToolProvider;
 pub use registry::{RegisteredTool, RegistryError, ToolRegistry};
 
 /// Any error of this crate.

@@ -10,6 +10,8 @@ use std::sync::Arc;
 
 use cordon_guest::abi::{ToolErrorKind, ToolFailure};
 use cordon_protocol::tool::{HandlerSpec, ToolDeclaration, ToolsFile};
+
+use crate::provider::ToolProvider;
 use serde_json::Value;
 
 /// Longest tool name accepted.
@@ -43,6 +45,8 @@ pub struct RegisteredTool {
     /// A `static` handler's result as JSON text, serialized once: static tools back the
     /// per-call overhead benchmark, so they should cost no serialization per call.
     static_text: Option<Arc<str>>,
+    /// What runs an `mcp` handler's calls, once its server is connected.
+    provider: Option<Arc<dyn ToolProvider>>,
 }
 
 /// A tools file or declaration that cannot be used.
@@ -246,6 +250,35 @@ impl ToolRegistry {
         self.add(decls, IN_MEMORY_ORIGIN)
     }
 
+    /// Adds the tools of a connected server (their handlers are `mcp` ones naming it), each
+    /// run by `provider`, and attaches `provider` to tools already declared with an `mcp`
+    /// handler for `server`. All or nothing, like [`Self::extend`].
+    pub fn connect(
+        &mut self,
+        server: &str,
+        decls: Vec<ToolDeclaration>,
+        provider: Arc<dyn ToolProvider>,
+    ) -> Result<(), RegistryError> {
+        // Built on a copy (one `Arc` per tool), so a failure leaves `self` unchanged.
+        let mut next = self.clone();
+        next.add(decls, server)?;
+        for (index, tool) in next.tools.iter_mut().enumerate() {
+            let serves = matches!(
+                &tool.declaration.handler,
+                HandlerSpec::Mcp { server: name, .. } if name == server
+            );
+            if serves {
+                // Registries cloned earlier share the old `Arc` and keep their view.
+                let mut connected =
+                    RegisteredTool::compile(tool.declaration.clone(), server, index)?;
+                connected.provider = Some(provider.clone());
+                *tool = Arc::new(connected);
+            }
+        }
+        *self = next;
+        Ok(())
+    }
+
     fn add(&mut self, decls: Vec<ToolDeclaration>, origin: &str) -> Result<(), RegistryError> {
         // Check everything before touching `self`, so a failed extend leaves no half-added set.
         let mut batch: HashMap<&str, usize> = HashMap::new();
@@ -333,6 +366,7 @@ impl RegisteredTool {
             declaration,
             validator,
             static_text,
+            provider: None,
         })
     }
 
@@ -388,6 +422,11 @@ impl RegisteredTool {
 
     pub(crate) fn static_text(&self) -> Option<&Arc<str>> {
         self.static_text.as_ref()
+    }
+
+    /// What runs this tool's calls, for `mcp` handlers whose server is connected.
+    pub(crate) fn provider(&self) -> Option<&Arc<dyn ToolProvider>> {
+        self.provider.as_ref()
     }
 }
 

@@ -9,6 +9,7 @@ use serde_json::Value;
 use crate::tool::Locus;
 
 /// Guest languages.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
@@ -40,6 +41,7 @@ impl Language {
 }
 
 /// Every limit of one execution. Each is enforced and named in the result when hit.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Limits {
@@ -75,6 +77,7 @@ impl Default for Limits {
 }
 
 /// Which limit stopped an execution.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
@@ -108,6 +111,7 @@ impl LimitKind {
 }
 
 /// How an execution ended.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
@@ -138,6 +142,7 @@ impl ExecutionStatus {
 }
 
 /// An exception (or fault) that ended an execution.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrorInfo {
     /// Exception type, e.g. `ValueError`, `SyntaxError`, `ToolError`, or a Cordon kind
@@ -152,6 +157,7 @@ pub struct ErrorInfo {
 }
 
 /// How the final expression's value is encoded in [`ExecutionResult::result`].
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ResultEncoding {
@@ -162,6 +168,7 @@ pub enum ResultEncoding {
 }
 
 /// One tool call as recorded in a result.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCallRecord {
     /// Call id (also on the `tool.call` and `tool.result` events).
@@ -179,6 +186,7 @@ pub struct ToolCallRecord {
 }
 
 /// Resources an execution used.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Usage {
     /// Elapsed milliseconds, including waits.
@@ -191,6 +199,7 @@ pub struct Usage {
 
 /// The end state of an execution: what `cordon run --json` prints and what the
 /// `execution.completed` event carries.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ExecutionResult {
     /// How it ended.
@@ -217,6 +226,7 @@ pub struct ExecutionResult {
 }
 
 /// Which output stream a delta belongs to.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Stream {
@@ -227,6 +237,7 @@ pub enum Stream {
 }
 
 /// Who made a tool call: the execution whose code called it.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Caller {
     /// The execution's id.
@@ -235,6 +246,7 @@ pub struct Caller {
 
 /// Something that happened during an execution, in order. Serialized with
 /// `"type": "<dotted name>"`; the HTTP API sends the same names as SSE event types.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type")]
 #[non_exhaustive]
@@ -312,6 +324,7 @@ pub enum ExecutionEvent {
 }
 
 /// A result for a pending client tool call.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClientToolResult {
@@ -326,6 +339,7 @@ pub struct ClientToolResult {
 }
 
 /// A decision on an `ask` approval.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Decision {
@@ -343,14 +357,23 @@ mod tests {
 
     #[test]
     fn events_serialize_with_dotted_type_names() {
-        let event = ExecutionEvent::Awaiting { pending: vec!["call_1".into()], deadline_unix_ms: 5 };
+        let event = ExecutionEvent::Awaiting {
+            pending: vec!["call_1".into()],
+            deadline_unix_ms: 5,
+        };
         assert_eq!(
             serde_json::to_value(&event).unwrap(),
             json!({"type": "execution.awaiting", "pending": ["call_1"], "deadline_unix_ms": 5})
         );
-        let event = ExecutionEvent::OutputDelta { stream: Stream::Stdout, text: "hi\n".into() };
+        let event = ExecutionEvent::OutputDelta {
+            stream: Stream::Stdout,
+            text: "hi\n".into(),
+        };
         let text = serde_json::to_string(&event).unwrap();
-        assert_eq!(serde_json::from_str::<ExecutionEvent>(&text).unwrap(), event);
+        assert_eq!(
+            serde_json::from_str::<ExecutionEvent>(&text).unwrap(),
+            event
+        );
     }
 
     #[test]

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// A tools file: `{"tools": [ToolDeclaration, ...]}`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolsFile {
@@ -12,6 +13,7 @@ pub struct ToolsFile {
 }
 
 /// One tool, exactly as written in a tools file or an API request.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolDeclaration {
@@ -35,7 +37,10 @@ fn any_object_schema() -> Value {
 }
 
 /// Whether a call may run. When several rules apply, deny beats ask beats allow.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Policy {
     /// Runs without asking.
@@ -55,6 +60,7 @@ impl Policy {
 }
 
 /// What executes a call.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 #[non_exhaustive]
@@ -84,6 +90,14 @@ pub enum HandlerSpec {
     /// Handed to the caller of Cordon: the execution suspends until the caller posts the
     /// result (or the client-tool deadline passes).
     Client {},
+    /// A tool of a connected MCP server (`--connect NAME=COMMAND`), called through Cordon's
+    /// MCP client; the call fails if no server of that name is connected.
+    Mcp {
+        /// The connection's name (`NAME` of `--connect`).
+        server: String,
+        /// The tool's name on that server.
+        tool: String,
+    },
 }
 
 fn default_command_timeout_ms() -> u64 {
@@ -101,6 +115,7 @@ impl HandlerSpec {
 }
 
 /// Where a tool call runs.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Locus {

@@ -43,13 +43,26 @@ async fn instantiate(sandbox: &Sandbox, image: &GuestImage) -> Result<LiveInstan
 }
 
 pub(crate) async fn run_fresh(sandbox: Sandbox, job: Job) {
+    let t0 = std::time::Instant::now();
     let prepared = match sandbox.image(job.request.language).await {
-        Ok(image) => instantiate(&sandbox, &image).await,
+        Ok(image) => {
+            let live = instantiate(&sandbox, &image).await;
+            if std::env::var_os("CORDON_PHASES").is_some() {
+                eprintln!("PHASES instantiate={:?}", t0.elapsed());
+            }
+            live
+        }
         Err(error) => Err(error.to_string()),
     };
     match prepared {
         Ok(mut live) => {
+            let t1 = std::time::Instant::now();
             let (result, _healthy) = run(&mut live, &job).await;
+            let t2 = std::time::Instant::now();
+            drop(live);
+            if std::env::var_os("CORDON_PHASES").is_some() {
+                eprintln!("PHASES run={:?} drop={:?}", t2 - t1, t2.elapsed());
+            }
             finish(job, result);
         }
         Err(message) => {
@@ -80,7 +93,10 @@ pub(crate) async fn run_in_session(
             }
             finish(job, result);
         }
-        Err(message) => finish(job, failure(ExecutionStatus::Error, "SandboxUnavailable", &message)),
+        Err(message) => finish(
+            job,
+            failure(ExecutionStatus::Error, "SandboxUnavailable", &message),
+        ),
     }
 }
 
@@ -122,13 +138,21 @@ async fn run(live: &mut LiveInstance, job: &Job) -> (ExecutionResult, bool) {
         result.limit = Some(LimitKind::Memory);
         return (result, true);
     }
-    live.store.data_mut().memory = MemoryGuard { limit, hit: false, peak: current };
+    live.store.data_mut().memory = MemoryGuard {
+        limit,
+        hit: false,
+        peak: current,
+    };
 
     let registry = request.tools.registry();
     let names = registry.names();
     let frame = abi::encode_execute_request(&names, &request.code);
     let Ok(frame_len) = i32::try_from(frame.len()) else {
-        let mut result = failure(ExecutionStatus::LimitExceeded, "LimitExceeded", "the code is larger than 2 GiB");
+        let mut result = failure(
+            ExecutionStatus::LimitExceeded,
+            "LimitExceeded",
+            "the code is larger than 2 GiB",
+        );
         result.limit = Some(LimitKind::Payload);
         return (result, true);
     };
@@ -147,14 +171,19 @@ async fn run(live: &mut LiveInstance, job: &Job) -> (ExecutionResult, bool) {
         tool_calls: Vec::new(),
         outcome: None,
     });
-    job.events.emit(ExecutionEvent::Started { execution_id: job.id.clone(), language: request.language });
+    job.events.emit(ExecutionEvent::Started {
+        execution_id: job.id.clone(),
+        language: request.language,
+    });
 
     let ended = drive(live, job, &meter, frame_len).await;
 
     let state = live.store.data_mut();
     let run = state.run.take();
     let memory = std::mem::take(&mut state.memory);
-    let (tool_calls, outcome) = run.map(|run| (run.tool_calls, run.outcome)).unwrap_or_default();
+    let (tool_calls, outcome) = run
+        .map(|run| (run.tool_calls, run.outcome))
+        .unwrap_or_default();
     let wall_ms = u64::try_from(meter.started().elapsed().as_millis()).unwrap_or(u64::MAX);
     let usage = Usage {
         wall_ms,
@@ -173,7 +202,8 @@ async fn run(live: &mut LiveInstance, job: &Job) -> (ExecutionResult, bool) {
         Value::String(text) => text.len() as u64,
         value => value.to_string().len() as u64,
     };
-    if result.status == ExecutionStatus::Completed && total + result_size > limits.max_output_bytes {
+    if result.status == ExecutionStatus::Completed && total + result_size > limits.max_output_bytes
+    {
         result.status = ExecutionStatus::LimitExceeded;
         result.limit = Some(LimitKind::Output);
         result.result = Value::Null;
@@ -194,12 +224,18 @@ async fn run(live: &mut LiveInstance, job: &Job) -> (ExecutionResult, bool) {
 
 /// Calls the guest's `cordon_execute`, racing it against the wall limit and cancellation.
 async fn drive(live: &mut LiveInstance, job: &Job, meter: &Arc<Meter>, frame_len: i32) -> Ended {
-    let execute = match live.instance.get_typed_func::<i32, ()>(&mut live.store, abi::EXPORT_EXECUTE) {
+    let execute = match live
+        .instance
+        .get_typed_func::<i32, ()>(&mut live.store, abi::EXPORT_EXECUTE)
+    {
         Ok(execute) => execute,
         Err(error) => return Ended::Returned(Err(error)),
     };
     live.store.set_epoch_deadline(1);
-    let call = CpuMetered::new(execute.call_async(&mut live.store, frame_len), meter.clone());
+    let call = CpuMetered::new(
+        execute.call_async(&mut live.store, frame_len),
+        meter.clone(),
+    );
     tokio::pin!(call);
     loop {
         // While suspended on client tools the wall clock is paused; re-check periodically.
@@ -226,7 +262,11 @@ fn stopped(reason: Stop) -> (ExecutionResult, bool) {
             result.limit = Some(kind);
             result
         }
-        Stop::Cancelled => failure(ExecutionStatus::Cancelled, "Cancelled", "the execution was cancelled"),
+        Stop::Cancelled => failure(
+            ExecutionStatus::Cancelled,
+            "Cancelled",
+            "the execution was cancelled",
+        ),
         Stop::Bridge(message) => failure(
             ExecutionStatus::Error,
             "BridgeViolation",
@@ -237,7 +277,10 @@ fn stopped(reason: Stop) -> (ExecutionResult, bool) {
 }
 
 fn memory_stop(limit: u64) -> (ExecutionResult, bool) {
-    stopped(Stop::limit(LimitKind::Memory, format!("memory limit of {} MiB reached", limit >> 20)))
+    stopped(Stop::limit(
+        LimitKind::Memory,
+        format!("memory limit of {} MiB reached", limit >> 20),
+    ))
 }
 
 fn classify(
@@ -261,16 +304,23 @@ fn classify(
                 return memory_stop(memory_limit);
             }
             let (kind, message) = match trap.downcast_ref::<Trap>() {
-                Some(Trap::StackOverflow) => {
-                    ("StackOverflow", "the guest ran out of stack (recursion too deep)".to_owned())
-                }
+                Some(Trap::StackOverflow) => (
+                    "StackOverflow",
+                    "the guest ran out of stack (recursion too deep)".to_owned(),
+                ),
                 Some(trap) => ("GuestFault", format!("the guest runtime trapped: {trap}")),
-                None => ("GuestFault", format!("the guest runtime failed: {}", first_line(&trap))),
+                None => (
+                    "GuestFault",
+                    format!("the guest runtime failed: {}", first_line(&trap)),
+                ),
             };
             (failure(ExecutionStatus::Error, kind, &message), false)
         }
         Ended::Returned(Ok(())) => match outcome {
-            Some(Outcome::Completed { result_json, result_repr }) => {
+            Some(Outcome::Completed {
+                result_json,
+                result_repr,
+            }) => {
                 let mut result = failure(ExecutionStatus::Completed, "", "");
                 result.error = None;
                 if let Some(json) = result_json {
@@ -291,7 +341,11 @@ fn classify(
                 }
                 (result, true)
             }
-            Some(Outcome::Error { error_type, message, traceback }) => {
+            Some(Outcome::Error {
+                error_type,
+                message,
+                traceback,
+            }) => {
                 // Whatever the guest called it (MemoryError, InternalError: out of memory, or a
                 // later error caused by it), an uncaught error after the cap was hit is the cap.
                 if memory.hit {
@@ -304,7 +358,11 @@ fn classify(
                 (result, true)
             }
             None => (
-                failure(ExecutionStatus::Error, "GuestFault", "the guest returned without reporting an outcome"),
+                failure(
+                    ExecutionStatus::Error,
+                    "GuestFault",
+                    "the guest returned without reporting an outcome",
+                ),
                 false,
             ),
         },
@@ -312,7 +370,11 @@ fn classify(
 }
 
 fn first_line(error: &wasmtime::Error) -> String {
-    format!("{error:#}").lines().next().unwrap_or_default().to_owned()
+    format!("{error:#}")
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned()
 }
 
 /// A result with no output, tool calls or usage (filled in by the caller).
@@ -324,7 +386,11 @@ fn failure(status: ExecutionStatus, error_type: &str, message: &str) -> Executio
         stderr: String::new(),
         result: Value::Null,
         result_encoding: None,
-        error: Some(ErrorInfo { error_type: error_type.into(), message: message.into(), traceback: String::new() }),
+        error: Some(ErrorInfo {
+            error_type: error_type.into(),
+            message: message.into(),
+            traceback: String::new(),
+        }),
         tool_calls: Vec::new(),
         usage: Usage::default(),
     }

@@ -7,12 +7,12 @@ use std::task::{Context, Poll};
 
 use cordon_core::dispatch::{CallContext, Dispatcher};
 use cordon_guest::abi::{self, CallResult, Outcome, ToolErrorKind, ToolFailure};
-use cordon_protocol::execution::{Limits, LimitKind, Stream, ToolCallRecord};
+use cordon_protocol::execution::{LimitKind, Limits, Stream, ToolCallRecord};
 use cordon_protocol::tool::Locus;
 use wasmtime::{Caller, Extern, Linker, Memory, ResourceLimiter};
-use wasmtime_wasi::p1::WasiP1Ctx;
 use wasmtime_wasi::WasiCtxBuilder;
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
+use wasmtime_wasi::p1::WasiP1Ctx;
 
 use crate::meter::{Meter, Stop};
 
@@ -41,22 +41,37 @@ impl HostState {
         let mut builder = WasiCtxBuilder::new();
         // No args, no env, no preopened directories, no sockets: WASI's defaults, stated.
         builder
-            .stdout(GuestStream { meter: meter.clone(), stream: Stream::Stdout })
-            .stderr(GuestStream { meter: meter.clone(), stream: Stream::Stderr })
+            .stdout(GuestStream {
+                meter: meter.clone(),
+                stream: Stream::Stdout,
+            })
+            .stderr(GuestStream {
+                meter: meter.clone(),
+                stream: Stream::Stderr,
+            })
             .allow_tcp(false)
             .allow_udp(false)
             .allow_ip_name_lookup(false);
-        HostState { wasi: builder.build_p1(), memory: MemoryGuard::default(), meter, run: None }
+        HostState {
+            wasi: builder.build_p1(),
+            memory: MemoryGuard::default(),
+            meter,
+            run: None,
+        }
     }
 
     fn run(&mut self) -> wasmtime::Result<&mut RunState> {
-        self.run.as_mut().ok_or_else(|| stop(Stop::Bridge("no execution is running".into())))
+        self.run
+            .as_mut()
+            .ok_or_else(|| stop(Stop::Bridge("no execution is running".into())))
     }
 }
 
 impl std::fmt::Debug for HostState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HostState").field("memory", &self.memory).finish_non_exhaustive()
+        f.debug_struct("HostState")
+            .field("memory", &self.memory)
+            .finish_non_exhaustive()
     }
 }
 
@@ -108,12 +123,19 @@ impl IsTerminal for GuestStream {
 
 impl StdoutStream for GuestStream {
     fn async_stream(&self) -> Box<dyn tokio::io::AsyncWrite + Send + Sync> {
-        Box::new(GuestStream { meter: self.meter.clone(), stream: self.stream })
+        Box::new(GuestStream {
+            meter: self.meter.clone(),
+            stream: self.stream,
+        })
     }
 }
 
 impl tokio::io::AsyncWrite for GuestStream {
-    fn poll_write(self: Pin<&mut Self>, _: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
         if let Err(reason) = self.meter.output().write(self.stream, buf) {
             // Can't trap from here: record it, and the next epoch tick stops the guest.
             self.meter.record_stop(reason);
@@ -158,8 +180,12 @@ fn read_guest(caller: &mut Caller<'_, HostState>, ptr: i32, len: i32) -> wasmtim
 
 /// Puts a response in the inbox and returns its length for the guest.
 fn deliver(caller: &mut Caller<'_, HostState>, frame: Vec<u8>) -> wasmtime::Result<i32> {
-    let len = i32::try_from(frame.len())
-        .map_err(|_| stop(Stop::limit(LimitKind::Payload, "response larger than 2 GiB")))?;
+    let len = i32::try_from(frame.len()).map_err(|_| {
+        stop(Stop::limit(
+            LimitKind::Payload,
+            "response larger than 2 GiB",
+        ))
+    })?;
     caller.data_mut().run()?.inbox = frame;
     Ok(len)
 }
@@ -181,7 +207,10 @@ fn admit(state: &mut HostState, calls: &[(String, String)]) -> wasmtime::Result<
             let max = run.limits.max_payload_bytes;
             return Err(stop(meter.record_stop(Stop::limit(
                 LimitKind::Payload,
-                format!("input to {name} is {} bytes, over the {max}-byte payload limit", input.len()),
+                format!(
+                    "input to {name} is {} bytes, over the {max}-byte payload limit",
+                    input.len()
+                ),
             ))));
         }
     }
@@ -198,7 +227,11 @@ async fn dispatch(
     meter.output().flush();
     let (dispatcher, context, max_payload) = {
         let run = caller.data_mut().run()?;
-        (run.dispatcher.clone(), run.call_context.clone(), run.limits.max_payload_bytes)
+        (
+            run.dispatcher.clone(),
+            run.call_context.clone(),
+            run.limits.max_payload_bytes,
+        )
     };
     let waits = calls.iter().any(|(name, _)| {
         dispatcher.registry().get(name).is_some_and(|tool| {
@@ -237,11 +270,15 @@ async fn dispatch(
 }
 
 fn lossy(bytes: Vec<u8>) -> String {
-    String::from_utf8(bytes).unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned())
+    String::from_utf8(bytes)
+        .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned())
 }
 
 fn missing_result() -> CallResult {
-    Err(ToolFailure { kind: ToolErrorKind::Failed, message: "no result".into() })
+    Err(ToolFailure {
+        kind: ToolErrorKind::Failed,
+        message: "no result".into(),
+    })
 }
 
 /// Defines the `cordon.*` imports on a linker.
@@ -253,7 +290,8 @@ pub(crate) fn add_bridge(linker: &mut Linker<HostState>) -> wasmtime::Result<()>
             let memory = memory(&mut caller)?;
             let inbox = std::mem::take(&mut caller.data_mut().run()?.inbox);
             let want = usize::try_from(len).unwrap_or(0).min(inbox.len());
-            let offset = usize::try_from(ptr).map_err(|_| stop(Stop::Bridge("negative pointer".into())))?;
+            let offset =
+                usize::try_from(ptr).map_err(|_| stop(Stop::Bridge("negative pointer".into())))?;
             memory
                 .write(&mut caller, offset, &inbox[..want])
                 .map_err(|_| stop(Stop::Bridge("inbox_read outside guest memory".into())))?;
@@ -264,7 +302,8 @@ pub(crate) fn add_bridge(linker: &mut Linker<HostState>) -> wasmtime::Result<()>
     linker.func_wrap_async(
         abi::IMPORT_MODULE,
         abi::IMPORT_CALL_TOOL,
-        |mut caller: Caller<'_, HostState>, (name_ptr, name_len, input_ptr, input_len): (i32, i32, i32, i32)| {
+        |mut caller: Caller<'_, HostState>,
+         (name_ptr, name_len, input_ptr, input_len): (i32, i32, i32, i32)| {
             Box::new(async move {
                 let name = lossy(read_guest(&mut caller, name_ptr, name_len)?);
                 let input = lossy(read_guest(&mut caller, input_ptr, input_len)?);
@@ -297,9 +336,17 @@ pub(crate) fn add_bridge(linker: &mut Linker<HostState>) -> wasmtime::Result<()>
     linker.func_wrap(
         abi::IMPORT_MODULE,
         abi::IMPORT_OUTPUT,
-        |mut caller: Caller<'_, HostState>, stream: i32, ptr: i32, len: i32| -> wasmtime::Result<()> {
+        |mut caller: Caller<'_, HostState>,
+         stream: i32,
+         ptr: i32,
+         len: i32|
+         -> wasmtime::Result<()> {
             let bytes = read_guest(&mut caller, ptr, len)?;
-            let stream = if stream == abi::STREAM_STDERR { Stream::Stderr } else { Stream::Stdout };
+            let stream = if stream == abi::STREAM_STDERR {
+                Stream::Stderr
+            } else {
+                Stream::Stdout
+            };
             let meter = caller.data().meter.clone();
             let written = meter.output().write(stream, &bytes);
             written.map_err(|reason| stop(meter.record_stop(reason)))
@@ -311,7 +358,8 @@ pub(crate) fn add_bridge(linker: &mut Linker<HostState>) -> wasmtime::Result<()>
         abi::IMPORT_FINISH,
         |mut caller: Caller<'_, HostState>, ptr: i32, len: i32| -> wasmtime::Result<()> {
             let frame = read_guest(&mut caller, ptr, len)?;
-            let outcome = abi::decode_outcome(&frame).map_err(|error| stop(Stop::Bridge(error.to_string())))?;
+            let outcome = abi::decode_outcome(&frame)
+                .map_err(|error| stop(Stop::Bridge(error.to_string())))?;
             caller.data_mut().run()?.outcome = Some(outcome);
             Ok(())
         },

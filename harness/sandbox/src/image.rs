@@ -81,7 +81,9 @@ pub(crate) async fn load(
 ) -> Result<GuestImage, SandboxError> {
     let wasm = embedded(language);
     if wasm.is_empty() {
-        return Err(SandboxError::ImageMissing { language: language.as_str() });
+        return Err(SandboxError::ImageMissing {
+            language: language.as_str(),
+        });
     }
     let key = cache_key(engine, wasm);
     let cached = cache_dir.map(|dir| dir.join(format!("{}-{key}.cwasm", language.as_str())));
@@ -96,12 +98,20 @@ pub(crate) async fn load(
             ));
             let snapshot = snapshot(wasm).await?;
             let engine_for_compile = engine.clone();
-            let compiled = tokio::task::spawn_blocking(move || engine_for_compile.precompile_module(&snapshot))
-                .await
-                .map_err(|error| SandboxError::Image(format!("compile task failed: {error}")))?
-                .map_err(|error| SandboxError::Image(format!("compiling the snapshot failed: {error:#}")))?;
-            let written = cached.as_deref().and_then(|path| write_atomically(path, &compiled).ok());
-            match written.and_then(|()| cached.as_deref().and_then(|path| deserialize(engine, path))) {
+            let compiled = tokio::task::spawn_blocking(move || {
+                engine_for_compile.precompile_module(&snapshot)
+            })
+            .await
+            .map_err(|error| SandboxError::Image(format!("compile task failed: {error}")))?
+            .map_err(|error| {
+                SandboxError::Image(format!("compiling the snapshot failed: {error:#}"))
+            })?;
+            let written = cached
+                .as_deref()
+                .and_then(|path| write_atomically(path, &compiled).ok());
+            match written
+                .and_then(|()| cached.as_deref().and_then(|path| deserialize(engine, path)))
+            {
                 Some(module) => module,
                 // No usable cache directory: load from memory (costs the compile each start).
                 None => deserialize_bytes(engine, &compiled)?,
@@ -109,22 +119,30 @@ pub(crate) async fn load(
         }
     };
     check_exports(&module)?;
-    let pre = linker
-        .instantiate_pre(&module)
-        .map_err(|error| SandboxError::Image(format!("linking the {} image failed: {error:#}", language.as_str())))?;
+    let pre = linker.instantiate_pre(&module).map_err(|error| {
+        SandboxError::Image(format!(
+            "linking the {} image failed: {error:#}",
+            language.as_str()
+        ))
+    })?;
     Ok(GuestImage { pre })
 }
 
 fn check_exports(module: &Module) -> Result<(), SandboxError> {
     for name in [abi::EXPORT_EXECUTE, abi::EXPORT_ABI_VERSION, "memory"] {
         if module.get_export(name).is_none() {
-            return Err(SandboxError::Image(format!("the image does not export `{name}`")));
+            return Err(SandboxError::Image(format!(
+                "the image does not export `{name}`"
+            )));
         }
     }
     Ok(())
 }
 
-#[allow(unsafe_code, reason = "loading precompiled code we compiled and wrote ourselves")]
+#[allow(
+    unsafe_code,
+    reason = "loading precompiled code we compiled and wrote ourselves"
+)]
 fn deserialize(engine: &Engine, path: &Path) -> Option<Module> {
     if !path.exists() {
         return None;
@@ -135,18 +153,27 @@ fn deserialize(engine: &Engine, path: &Path) -> Option<Module> {
     unsafe { Module::deserialize_file(engine, path) }.ok()
 }
 
-#[allow(unsafe_code, reason = "loading precompiled code we just compiled in this process")]
+#[allow(
+    unsafe_code,
+    reason = "loading precompiled code we just compiled in this process"
+)]
 fn deserialize_bytes(engine: &Engine, bytes: &[u8]) -> Result<Module, SandboxError> {
     // SAFETY: `bytes` come straight from `Engine::precompile_module` on this engine.
-    unsafe { Module::deserialize(engine, bytes) }
-        .map_err(|error| SandboxError::Image(format!("loading the compiled image failed: {error:#}")))
+    unsafe { Module::deserialize(engine, bytes) }.map_err(|error| {
+        SandboxError::Image(format!("loading the compiled image failed: {error:#}"))
+    })
 }
 
 /// Holds an exclusive lock on the cache directory while an image is looked up or built.
 fn lock_cache(path: &Path) -> Option<std::fs::File> {
     let dir = path.parent()?;
     std::fs::create_dir_all(dir).ok()?;
-    let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(dir.join(".lock")).ok()?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join(".lock"))
+        .ok()?;
     file.lock().ok()?;
     Some(file)
 }
@@ -154,7 +181,13 @@ fn lock_cache(path: &Path) -> Option<std::fs::File> {
 fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
-    let temporary = dir.join(format!(".{}.{}.tmp", path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default(), std::process::id()));
+    let temporary = dir.join(format!(
+        ".{}.{}.tmp",
+        path.file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default(),
+        std::process::id()
+    ));
     std::fs::write(&temporary, bytes)?;
     std::fs::rename(&temporary, path)
 }
@@ -167,7 +200,8 @@ struct InitState {
 
 /// Runs the guest's initializer (interpreter start-up, imports) and snapshots the result.
 async fn snapshot(wasm: &[u8]) -> Result<Vec<u8>, SandboxError> {
-    let fail = |what: &str, error: wasmtime::Error| SandboxError::Image(format!("{what}: {error:#}"));
+    let fail =
+        |what: &str, error: wasmtime::Error| SandboxError::Image(format!("{what}: {error:#}"));
     let engine = Engine::new(&wasmtime::Config::new()).map_err(|e| fail("snapshot engine", e))?;
     let mut linker: Linker<InitState> = Linker::new(&engine);
     wasmtime_wasi::p1::add_to_linker_async(&mut linker, |state: &mut InitState| &mut state.wasi)
@@ -175,12 +209,23 @@ async fn snapshot(wasm: &[u8]) -> Result<Vec<u8>, SandboxError> {
     define_init_bridge(&mut linker).map_err(|e| fail("linking the bridge", e))?;
     let diagnostics = Arc::new(Mutex::new(Vec::new()));
     let pipe = wasmtime_wasi::p2::pipe::MemoryOutputPipe::new(64 * 1024);
-    let wasi = WasiCtxBuilder::new().stderr(pipe.clone()).stdout(pipe.clone()).build_p1();
-    let mut store = Store::new(&engine, InitState { wasi, diagnostics: diagnostics.clone() });
+    let wasi = WasiCtxBuilder::new()
+        .stderr(pipe.clone())
+        .stdout(pipe.clone())
+        .build_p1();
+    let mut store = Store::new(
+        &engine,
+        InitState {
+            wasi,
+            diagnostics: diagnostics.clone(),
+        },
+    );
     let mut wizer = wasmtime_wizer::Wizer::new();
     wizer.init_func(abi::EXPORT_INITIALIZE);
     let result = wizer
-        .run(&mut store, wasm, async |store, module| linker.instantiate_async(store, module).await)
+        .run(&mut store, wasm, async |store, module| {
+            linker.instantiate_async(store, module).await
+        })
         .await;
     result.map_err(|error| {
         let mut printed = pipe.contents().to_vec();
@@ -199,16 +244,24 @@ fn define_init_bridge(linker: &mut Linker<InitState>) -> wasmtime::Result<()> {
         abi::IMPORT_OUTPUT,
         |mut caller: wasmtime::Caller<'_, InitState>, _stream: i32, ptr: i32, len: i32| {
             if let Some(wasmtime::Extern::Memory(memory)) = caller.get_export("memory") {
-                let (start, len) = (usize::try_from(ptr).unwrap_or(0), usize::try_from(len).unwrap_or(0));
-                let bytes = memory.data(&caller).get(start..start.saturating_add(len)).map(<[u8]>::to_vec);
+                let (start, len) = (
+                    usize::try_from(ptr).unwrap_or(0),
+                    usize::try_from(len).unwrap_or(0),
+                );
+                let bytes = memory
+                    .data(&caller)
+                    .get(start..start.saturating_add(len))
+                    .map(<[u8]>::to_vec);
                 if let (Some(bytes), Ok(mut sink)) = (bytes, caller.data().diagnostics.lock()) {
                     sink.extend_from_slice(&bytes);
                 }
             }
         },
     )?;
-    let unavailable = |name: &'static str| move || -> wasmtime::Result<()> {
-        wasmtime::bail!("`cordon.{name}` was called during pre-initialization")
+    let unavailable = |name: &'static str| {
+        move || -> wasmtime::Result<()> {
+            wasmtime::bail!("`cordon.{name}` was called during pre-initialization")
+        }
     };
     linker.func_wrap(abi::IMPORT_MODULE, abi::IMPORT_INBOX_READ, {
         let f = unavailable(abi::IMPORT_INBOX_READ);

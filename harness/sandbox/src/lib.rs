@@ -36,7 +36,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use cordon_core::broker::{ApprovalBroker, Approver, ClientCallBroker, SubmitError, UnknownApproval};
+use cordon_core::broker::{
+    ApprovalBroker, Approver, ClientCallBroker, SubmitError, UnknownApproval,
+};
 use cordon_core::dispatch::Dispatcher;
 use cordon_protocol::execution::{
     ClientToolResult, Decision, ExecutionEvent, ExecutionResult, Language, Limits,
@@ -161,7 +163,9 @@ pub struct Sandbox {
 
 impl std::fmt::Debug for Sandbox {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Sandbox").field("config", &self.shared.config).finish_non_exhaustive()
+        f.debug_struct("Sandbox")
+            .field("config", &self.shared.config)
+            .finish_non_exhaustive()
     }
 }
 
@@ -191,9 +195,12 @@ impl Sandbox {
     pub async fn new(config: SandboxConfig) -> Result<Self, SandboxError> {
         let engine = engine(&config)?;
         let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p1::add_to_linker_async(&mut linker, |state: &mut HostState| &mut state.wasi)
+        wasmtime_wasi::p1::add_to_linker_async(&mut linker, |state: &mut HostState| {
+            &mut state.wasi
+        })
+        .map_err(|error| SandboxError::Engine(format!("{error:#}")))?;
+        host::add_bridge(&mut linker)
             .map_err(|error| SandboxError::Engine(format!("{error:#}")))?;
-        host::add_bridge(&mut linker).map_err(|error| SandboxError::Engine(format!("{error:#}")))?;
         let ticker_stop = Arc::new(AtomicBool::new(false));
         spawn_epoch_ticker(engine.clone(), ticker_stop.clone());
         let sandbox = Sandbox {
@@ -255,12 +262,14 @@ impl Sandbox {
 
 fn spawn_epoch_ticker(engine: Engine, stop: Arc<AtomicBool>) {
     // A plain thread: it must tick even when every runtime worker is busy running guests.
-    let spawned = std::thread::Builder::new().name("cordon-epoch".into()).spawn(move || {
-        while !stop.load(Ordering::Relaxed) {
-            std::thread::sleep(EPOCH_TICK);
-            engine.increment_epoch();
-        }
-    });
+    let spawned = std::thread::Builder::new()
+        .name("cordon-epoch".into())
+        .spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(EPOCH_TICK);
+                engine.increment_epoch();
+            }
+        });
     if let Err(error) = spawned {
         // Without a ticker, CPU and wall limits only trigger at host calls; say so loudly.
         eprintln!("cordon-sandbox: could not start the epoch thread: {error}");
@@ -297,7 +306,14 @@ impl std::fmt::Debug for ExecutionRequest {
 impl ExecutionRequest {
     /// A request with default limits.
     pub fn new(language: Language, code: impl Into<String>, tools: Dispatcher) -> Self {
-        ExecutionRequest { language, code: code.into(), tools, limits: Limits::default(), approver: None, id: None }
+        ExecutionRequest {
+            language,
+            code: code.into(),
+            tools,
+            limits: Limits::default(),
+            approver: None,
+            id: None,
+        }
     }
 
     /// Sets the limits.
@@ -332,7 +348,9 @@ pub struct Execution {
 
 impl std::fmt::Debug for Execution {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Execution").field("id", &self.id).finish_non_exhaustive()
+        f.debug_struct("Execution")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
     }
 }
 
@@ -395,7 +413,8 @@ impl Execution {
         let id = request.id.clone().unwrap_or_else(|| fresh_id("exec"));
         let (tx, rx) = mpsc::unbounded_channel();
         let (done_tx, done_rx) = oneshot::channel();
-        let approvals = ApprovalBroker::new(Duration::from_millis(request.limits.client_tool_timeout_ms));
+        let approvals =
+            ApprovalBroker::new(Duration::from_millis(request.limits.client_tool_timeout_ms));
         let approver: Arc<dyn Approver> = match &request.approver {
             Some(approver) => approver.clone(),
             None => Arc::new(approvals.clone()),
@@ -413,7 +432,15 @@ impl Execution {
             approver,
             done: done_tx,
         };
-        (Execution { id, events: rx, control, done: done_rx }, job)
+        (
+            Execution {
+                id,
+                events: rx,
+                control,
+                done: done_rx,
+            },
+            job,
+        )
     }
 
     /// The execution's id.
@@ -456,7 +483,13 @@ impl Execution {
     }
 
     /// Splits into the event stream and the final result.
-    pub fn into_parts(self) -> (mpsc::UnboundedReceiver<ExecutionEvent>, ExecutionControl, ResultFuture) {
+    pub fn into_parts(
+        self,
+    ) -> (
+        mpsc::UnboundedReceiver<ExecutionEvent>,
+        ExecutionControl,
+        ResultFuture,
+    ) {
         (self.events, self.control, ResultFuture { done: self.done })
     }
 }
@@ -470,9 +503,14 @@ pub struct ResultFuture {
 impl std::future::Future for ResultFuture {
     type Output = ExecutionResult;
 
-    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
         std::pin::Pin::new(&mut self.done).poll(cx).map(|result| {
-            result.unwrap_or_else(|_| driver::internal_failure("the execution task ended without a result"))
+            result.unwrap_or_else(|_| {
+                driver::internal_failure("the execution task ended without a result")
+            })
         })
     }
 }
@@ -493,14 +531,21 @@ pub struct SessionSpec {
 
 impl std::fmt::Debug for SessionSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SessionSpec").field("language", &self.language).finish_non_exhaustive()
+        f.debug_struct("SessionSpec")
+            .field("language", &self.language)
+            .finish_non_exhaustive()
     }
 }
 
 impl SessionSpec {
     /// A session spec with default limits.
     pub fn new(language: Language, tools: Dispatcher) -> Self {
-        SessionSpec { language, tools, limits: Limits::default(), approver: None }
+        SessionSpec {
+            language,
+            tools,
+            limits: Limits::default(),
+            approver: None,
+        }
     }
 
     /// Sets the limits.
@@ -523,7 +568,9 @@ pub struct Session {
 
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Session").field("spec", &self.spec).finish_non_exhaustive()
+        f.debug_struct("Session")
+            .field("spec", &self.spec)
+            .finish_non_exhaustive()
     }
 }
 
@@ -545,7 +592,11 @@ impl Session {
             id,
         };
         let (handle, job) = Execution::start(request);
-        tokio::spawn(driver::run_in_session(self.sandbox.clone(), self.live.clone(), job));
+        tokio::spawn(driver::run_in_session(
+            self.sandbox.clone(),
+            self.live.clone(),
+            job,
+        ));
         handle
     }
 

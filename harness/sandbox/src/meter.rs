@@ -27,15 +27,24 @@ pub(crate) enum Stop {
 
 impl Stop {
     pub(crate) fn limit(kind: LimitKind, message: impl Into<String>) -> Self {
-        Stop::Limit { kind, message: message.into() }
+        Stop::Limit {
+            kind,
+            message: message.into(),
+        }
     }
 }
 
 /// Reads this thread's CPU clock. Executions move between tokio worker threads, so the
 /// clock is read at the start and end of every poll and the difference accumulated.
-#[allow(unsafe_code, reason = "clock_gettime on a stack value; no invariants beyond the call")]
+#[allow(
+    unsafe_code,
+    reason = "clock_gettime on a stack value; no invariants beyond the call"
+)]
 fn thread_cpu_ns() -> u64 {
-    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: `now` is a valid, writable timespec for the duration of the call.
     let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
     if rc != 0 {
@@ -105,9 +114,14 @@ impl OutputSink {
         if complete.is_empty() {
             return;
         }
-        let stream = if index == 0 { Stream::Stdout } else { Stream::Stderr };
+        let stream = if index == 0 {
+            Stream::Stdout
+        } else {
+            Stream::Stderr
+        };
         let text = String::from_utf8_lossy(complete).into_owned();
-        self.events.emit(ExecutionEvent::OutputDelta { stream, text });
+        self.events
+            .emit(ExecutionEvent::OutputDelta { stream, text });
     }
 
     /// Sends everything not yet sent (before tool calls and at the end).
@@ -118,9 +132,14 @@ impl OutputSink {
             // At the end, a dangling partial sequence is sent lossily.
             if !self.unsent[index].is_empty() {
                 let bytes = std::mem::take(&mut self.unsent[index]);
-                let stream = if index == 0 { Stream::Stdout } else { Stream::Stderr };
+                let stream = if index == 0 {
+                    Stream::Stdout
+                } else {
+                    Stream::Stderr
+                };
                 let text = String::from_utf8_lossy(&bytes).into_owned();
-                self.events.emit(ExecutionEvent::OutputDelta { stream, text });
+                self.events
+                    .emit(ExecutionEvent::OutputDelta { stream, text });
             }
         }
     }
@@ -198,7 +217,8 @@ impl Meter {
         *lock(&self.output) = OutputSink::new(limits.max_output_bytes, events);
         self.cpu_accumulated_ns.store(0, Ordering::Relaxed);
         self.cpu_poll_start_ns.store(0, Ordering::Relaxed);
-        self.cpu_limit_ns.store(limits.cpu_ms.saturating_mul(1_000_000), Ordering::Relaxed);
+        self.cpu_limit_ns
+            .store(limits.cpu_ms.saturating_mul(1_000_000), Ordering::Relaxed);
         *lock(&self.stop) = None;
         *lock(&self.timing) = Timing {
             started: Instant::now(),
@@ -265,7 +285,10 @@ impl Meter {
         let limit = self.cpu_limit_ns.load(Ordering::Relaxed);
         if self.cpu_used().as_nanos() > u128::from(limit) {
             let ms = limit / 1_000_000;
-            return Err(self.record_stop(Stop::limit(LimitKind::Cpu, format!("CPU time exceeded {ms} ms"))));
+            return Err(self.record_stop(Stop::limit(
+                LimitKind::Cpu,
+                format!("CPU time exceeded {ms} ms"),
+            )));
         }
         if self.wall_remaining() == Some(Duration::ZERO) {
             return Err(self.wall_stop());
@@ -275,13 +298,18 @@ impl Meter {
 
     pub(crate) fn wall_stop(&self) -> Stop {
         let ms = lock(&self.timing).wall_limit.as_millis();
-        self.record_stop(Stop::limit(LimitKind::Wall, format!("wall time exceeded {ms} ms")))
+        self.record_stop(Stop::limit(
+            LimitKind::Wall,
+            format!("wall time exceeded {ms} ms"),
+        ))
     }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while holding these locks leaves plain data behind; keep serving.
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Wraps the future driving an execution to charge each poll's CPU time to its meter.
@@ -292,7 +320,10 @@ pub(crate) struct CpuMetered<F> {
 
 impl<F> CpuMetered<F> {
     pub(crate) fn new(inner: F, meter: Arc<Meter>) -> Self {
-        CpuMetered { inner: Box::pin(inner), meter }
+        CpuMetered {
+            inner: Box::pin(inner),
+            meter,
+        }
     }
 }
 
@@ -305,7 +336,9 @@ impl<F: Future> Future for CpuMetered<F> {
         let result = self.inner.as_mut().poll(cx);
         let spent = thread_cpu_ns().saturating_sub(start);
         self.meter.cpu_poll_start_ns.store(0, Ordering::Relaxed);
-        self.meter.cpu_accumulated_ns.fetch_add(spent, Ordering::Relaxed);
+        self.meter
+            .cpu_accumulated_ns
+            .fetch_add(spent, Ordering::Relaxed);
         result
     }
 }
@@ -331,7 +364,13 @@ mod tests {
         let mut sink = OutputSink::new(5, EventSink::discard());
         assert!(sink.write(Stream::Stdout, b"abc").is_ok());
         let stop = sink.write(Stream::Stderr, b"defg").unwrap_err();
-        assert!(matches!(stop, Stop::Limit { kind: LimitKind::Output, .. }));
+        assert!(matches!(
+            stop,
+            Stop::Limit {
+                kind: LimitKind::Output,
+                ..
+            }
+        ));
         assert_eq!(sink.take(), ("abc".to_owned(), "de".to_owned()));
     }
 }

@@ -45,7 +45,9 @@ fn text(vm: &VirtualMachine, value: &PyObjectRef) -> Option<String> {
     if vm.is_none(value) {
         return None;
     }
-    value.downcast_ref::<PyStr>().map(|s| s.to_string_lossy().into_owned())
+    value
+        .downcast_ref::<PyStr>()
+        .map(|s| s.to_string_lossy().into_owned())
 }
 
 /// `_run_cell` returns `(kind, a, b, c)`: `("ok", json, repr, None)` or
@@ -57,7 +59,10 @@ fn outcome_from(vm: &VirtualMachine, value: &PyObjectRef) -> Outcome {
     };
     let [kind, a, b, c] = <[Option<String>; 4]>::try_from(fields).unwrap_or_default();
     match kind.as_deref() {
-        Some("ok") => Outcome::Completed { result_json: a, result_repr: b },
+        Some("ok") => Outcome::Completed {
+            result_json: a,
+            result_repr: b,
+        },
         _ => Outcome::Error {
             error_type: a.unwrap_or_else(|| "Exception".into()),
             message: b.unwrap_or_default(),
@@ -74,12 +79,19 @@ fn internal_error(message: &str) -> Outcome {
     }
 }
 
-fn describe_exception(vm: &VirtualMachine, exc: &rustpython_vm::builtins::PyBaseExceptionRef) -> Outcome {
+fn describe_exception(
+    vm: &VirtualMachine,
+    exc: &rustpython_vm::builtins::PyBaseExceptionRef,
+) -> Outcome {
     let mut traceback = String::new();
     let _ = vm.write_exception(&mut traceback, exc);
     Outcome::Error {
         error_type: exc.class().name().to_string(),
-        message: exc.as_object().str(vm).map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
+        message: exc
+            .as_object()
+            .str(vm)
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default(),
         traceback,
     }
 }
@@ -99,7 +111,12 @@ impl Guest for Python {
                 std::process::abort();
             }
         });
-        LOADED.with_borrow_mut(|loaded| *loaded = Some(Loaded { interpreter, run_cell }));
+        LOADED.with_borrow_mut(|loaded| {
+            *loaded = Some(Loaded {
+                interpreter,
+                run_cell,
+            })
+        });
     }
 
     fn execute(code: &str, tools: &[&str]) -> Outcome {
@@ -108,8 +125,10 @@ impl Guest for Python {
                 return internal_error("the image was not pre-initialized");
             };
             loaded.interpreter.enter(|vm| {
-                let names: Vec<PyObjectRef> =
-                    tools.iter().map(|name| vm.ctx.new_str(*name).into()).collect();
+                let names: Vec<PyObjectRef> = tools
+                    .iter()
+                    .map(|name| vm.ctx.new_str(*name).into())
+                    .collect();
                 let names = vm.ctx.new_list(names);
                 match loaded.run_cell.call((vm.ctx.new_str(code), names), vm) {
                     Ok(value) => outcome_from(vm, &value),
@@ -125,7 +144,7 @@ cordon_guest::export_guest!(Python);
 /// The native half of the bridge, seen by `runtime.py` only.
 #[rustpython_vm::pymodule]
 mod _cordon {
-    use cordon_guest::abi::{STREAM_STDERR, STREAM_STDOUT, CallResult};
+    use cordon_guest::abi::{CallResult, STREAM_STDERR, STREAM_STDOUT};
     use rustpython_vm::{
         PyObjectRef, PyResult, VirtualMachine, builtins::PyStrRef, function::ArgBytesLike,
     };
@@ -138,18 +157,29 @@ mod _cordon {
     }
 
     fn stream(number: i32) -> i32 {
-        if number == 2 { STREAM_STDERR } else { STREAM_STDOUT }
+        if number == 2 {
+            STREAM_STDERR
+        } else {
+            STREAM_STDOUT
+        }
     }
 
     /// `call(name, input_json) -> (status, payload)`: one tool call, synchronously.
     #[pyfunction]
     fn call(name: PyStrRef, input: PyStrRef) -> (u8, String) {
-        status(cordon_guest::call(&name.to_string_lossy(), &input.to_string_lossy()))
+        status(cordon_guest::call(
+            &name.to_string_lossy(),
+            &input.to_string_lossy(),
+        ))
     }
 
     /// `call_batch(names, inputs) -> [(status, payload)]`: calls awaited together.
     #[pyfunction]
-    fn call_batch(names: PyObjectRef, inputs: PyObjectRef, vm: &VirtualMachine) -> PyResult<PyObjectRef> {
+    fn call_batch(
+        names: PyObjectRef,
+        inputs: PyObjectRef,
+        vm: &VirtualMachine,
+    ) -> PyResult<PyObjectRef> {
         let names: Vec<PyStrRef> = names.try_to_value(vm)?;
         let inputs: Vec<PyStrRef> = inputs.try_to_value(vm)?;
         if names.len() != inputs.len() {
@@ -158,17 +188,58 @@ mod _cordon {
         let owned: Vec<(String, String)> = names
             .iter()
             .zip(&inputs)
-            .map(|(n, i)| (n.to_string_lossy().into_owned(), i.to_string_lossy().into_owned()))
+            .map(|(n, i)| {
+                (
+                    n.to_string_lossy().into_owned(),
+                    i.to_string_lossy().into_owned(),
+                )
+            })
             .collect();
-        let borrowed: Vec<(&str, &str)> = owned.iter().map(|(n, i)| (n.as_str(), i.as_str())).collect();
+        let borrowed: Vec<(&str, &str)> = owned
+            .iter()
+            .map(|(n, i)| (n.as_str(), i.as_str()))
+            .collect();
         let results = cordon_guest::call_many(&borrowed)
             .into_iter()
             .map(|result| {
                 let (code, payload) = status(result);
-                vm.ctx.new_tuple(vec![vm.ctx.new_int(code).into(), vm.ctx.new_str(payload).into()]).into()
+                vm.ctx
+                    .new_tuple(vec![
+                        vm.ctx.new_int(code).into(),
+                        vm.ctx.new_str(payload).into(),
+                    ])
+                    .into()
             })
             .collect();
         Ok(vm.ctx.new_list(results).into())
+    }
+
+    /// `last_expression_start(source) -> int`: where the last top-level statement starts
+    /// (a character index) when it is an expression, else -1 (also for unparsable code,
+    /// which the compiler then reports properly).
+    #[pyfunction]
+    fn last_expression_start(source: PyStrRef) -> i64 {
+        let source = source.to_string_lossy();
+        let Ok(parsed) = ruff_parser_pin::parse_module(&source) else { return -1 };
+        match parsed.syntax().body.last() {
+            Some(ruff_ast_pin::Stmt::Expr(statement)) => {
+                let byte = statement.range.start().to_usize();
+                source.get(..byte).map_or(-1, |head| head.chars().count() as i64)
+            }
+            _ => -1,
+        }
+    }
+
+    /// `encode(value) -> str`: compact JSON of a Python value (native; see `json.rs`).
+    #[pyfunction]
+    fn encode(value: PyObjectRef, vm: &VirtualMachine) -> PyResult<String> {
+        crate::json::encode(vm, &value)
+    }
+
+    /// `decode(text) -> value`: Python value of JSON text (native).
+    #[pyfunction]
+    fn decode(text: PyStrRef, vm: &VirtualMachine) -> PyResult<PyObjectRef> {
+        crate::json::decode(vm, &text.to_string_lossy())
     }
 
     /// `write(stream, text)`: stdout (1) or stderr (2). Lone surrogates become U+FFFD.

@@ -9,3 +9,5 @@
 
 #[cfg(target_family = "wasm")]
 mod image;
+#[cfg(target_family = "wasm")]
+mod json;

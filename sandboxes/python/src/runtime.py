@@ -137,9 +137,13 @@ class ToolError(Exception):
 _KINDS = {1: "tool_failed", 2: "invalid_input", 3: "denied", 4: "unknown_tool", 5: "timeout"}
 
 
+_to_json = _cordon.encode
+_from_json = _cordon.decode
+
+
 def _decode(name, status, payload):
     if status == 0:
-        return json.loads(payload)
+        return _from_json(payload)
     raise ToolError(f"{name}: {payload}", _KINDS.get(status, "tool_failed"), name)
 
 
@@ -155,7 +159,7 @@ def _encode_input(name, args, kwargs):
     else:
         value = kwargs
     try:
-        return json.dumps(value, allow_nan=False)
+        return _to_json(value)
     except (TypeError, ValueError) as error:
         raise ToolError(f"{name}: arguments are not JSON: {error}", "invalid_input", name) from None
 
@@ -356,7 +360,7 @@ def _encode_result(value):
     if value is None:
         return ("ok", None, None, None)
     try:
-        return ("ok", json.dumps(value, allow_nan=False), None, None)
+        return ("ok", _to_json(value), None, None)
     except Exception:
         try:
             return ("ok", None, repr(value), None)
@@ -376,15 +380,19 @@ def _run_cell(source, tool_names):
         _bind_tools(tool_names, _main)
         _main["tools"] = tools
         _main["ToolError"] = ToolError
-        tree = compile(source, "<cell>", "exec", ast.PyCF_ONLY_AST | _TOP_LEVEL_AWAIT)
-        last = None
-        if tree.body and isinstance(tree.body[-1], ast.Expr):
-            last = ast.Expression(tree.body.pop().value)
-        if tree.body:
-            _evaluate(compile(tree, "<cell>", "exec", _TOP_LEVEL_AWAIT))
+        # The final expression's value is the result: split the cell there (natively;
+        # Python's ast round trip costs several times more).
+        start = _cordon.last_expression_start(source)
         value = None
-        if last is not None:
-            value = _evaluate(compile(last, "<cell>", "eval", _TOP_LEVEL_AWAIT))
+        if start < 0:
+            _evaluate(compile(source, "<cell>", "exec", _TOP_LEVEL_AWAIT))
+        else:
+            head, tail = source[:start], source[start:]
+            if head.strip():
+                _evaluate(compile(head, "<cell>", "exec", _TOP_LEVEL_AWAIT))
+            # Leading newlines keep the expression's line numbers right in tracebacks.
+            tail = "\n" * head.count("\n") + tail
+            value = _evaluate(compile(tail, "<cell>", "eval", _TOP_LEVEL_AWAIT))
         return _encode_result(value)
     except SystemExit as error:
         if error.code in (None, 0):

@@ -1,7 +1,15 @@
 //! Black-box tests of the `cordon` binary: exit codes, `--json`, bad input files.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a failed test should stop right there"
+)]
+
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
+
+mod serve;
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -14,7 +22,12 @@ fn cordon(args: &[&str], stdin: &str) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("the binary runs");
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
     child.wait_with_output().unwrap()
 }
 
@@ -25,7 +38,10 @@ fn json_run(code: &str, extra: &[&str]) -> (i32, Value) {
     let output = cordon(&args, code);
     let text = String::from_utf8_lossy(&output.stdout);
     let value = serde_json::from_str(&text).unwrap_or_else(|error| {
-        panic!("not JSON ({error}): {text}\nstderr: {}", String::from_utf8_lossy(&output.stderr))
+        panic!(
+            "not JSON ({error}): {text}\nstderr: {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
     });
     (output.status.code().unwrap(), value)
 }
@@ -58,13 +74,21 @@ fn exceptions_exit_1_with_type_message_and_traceback() {
     assert_eq!(result["status"], "error");
     assert_eq!(result["error"]["type"], "ValueError");
     assert_eq!(result["error"]["message"], "bad value");
-    assert!(result["error"]["traceback"].as_str().unwrap().contains("ValueError"));
+    assert!(
+        result["error"]["traceback"]
+            .as_str()
+            .unwrap()
+            .contains("ValueError")
+    );
 }
 
 #[test]
 fn limits_exit_3_and_name_the_limit() {
     let (code, result) = json_run("while True: pass", &["--cpu-ms", "100"]);
-    assert_eq!((code, result["status"].clone(), result["limit"].clone()), (3, json!("limit_exceeded"), json!("cpu")));
+    assert_eq!(
+        (code, result["status"].clone(), result["limit"].clone()),
+        (3, json!("limit_exceeded"), json!("cpu"))
+    );
     let (code, result) = json_run("print('x' * 100)", &["--max-output-bytes", "10"]);
     assert_eq!((code, result["limit"].clone()), (3, json!("output")));
 }
@@ -76,7 +100,10 @@ fn tools_file_tools_are_callable_and_recorded() {
             "handler": {"kind": "command", "argv": ["python3", "-c", "import json,sys; d=json.load(sys.stdin); print(json.dumps(d['a'] + d['b']))"], "timeout_ms": 10000}}]}"#,
         ".json",
     );
-    let (code, result) = json_run("await add(a=2, b=3)", &["--tools", tools.path().to_str().unwrap()]);
+    let (code, result) = json_run(
+        "await add(a=2, b=3)",
+        &["--tools", tools.path().to_str().unwrap()],
+    );
     assert_eq!(code, 0, "{result}");
     assert_eq!(result["result"], 5);
     assert_eq!(result["tool_calls"][0]["name"], "add");
@@ -87,7 +114,10 @@ fn tools_file_tools_are_callable_and_recorded() {
 #[test]
 fn malformed_tools_files_exit_2_saying_what_and_where() {
     let tools = write_temp("{\"tools\": [\n  {\"name\": \"x\",, }\n]}", ".json");
-    let output = cordon(&["run", "--tools", tools.path().to_str().unwrap(), "-"], "1");
+    let output = cordon(
+        &["run", "--tools", tools.path().to_str().unwrap(), "-"],
+        "1",
+    );
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     // `file:line:column: what`, as compilers report it.
@@ -117,7 +147,10 @@ fn non_utf8_programs_are_rejected_with_the_offset() {
 
 #[test]
 fn plain_mode_streams_output_and_prints_the_result() {
-    let output = cordon(&["run", "-"], "import sys\nprint('out')\nprint('err', file=sys.stderr)\n[1, 2]");
+    let output = cordon(
+        &["run", "-"],
+        "import sys\nprint('out')\nprint('err', file=sys.stderr)\n[1, 2]",
+    );
     assert_eq!(output.status.code(), Some(0));
     assert_eq!(String::from_utf8_lossy(&output.stdout), "out\n[1,2]\n");
     assert_eq!(String::from_utf8_lossy(&output.stderr), "err\n");
@@ -141,8 +174,16 @@ fn ask_tools_are_refused_without_a_terminal_unless_approved() {
 fn the_demo_runs_end_to_end() {
     let output = cordon(&["demo"], "");
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert_eq!(output.status.code(), Some(0), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     assert!(stdout.contains("Paris"), "{stdout}");
-    assert!(stdout.contains("caught ToolError (invalid_input)"), "{stdout}");
+    assert!(
+        stdout.contains("caught ToolError (invalid_input)"),
+        "{stdout}"
+    );
     assert!(String::from_utf8_lossy(&output.stderr).contains("limit exceeded (cpu)"));
 }

@@ -12,7 +12,9 @@ use cordon_protocol::computer::Vendor;
 use serde_json::json;
 
 fn fixed() -> DisplaySpec {
-    DisplaySpec::Fixed { size: Size::new(1024, 640) }
+    DisplaySpec::Fixed {
+        size: Size::new(1024, 640),
+    }
 }
 
 /// Model coordinates (1024×640 display over a 1280×800 viewport) of a CSS point.
@@ -24,21 +26,72 @@ fn m(x: f64, y: f64) -> [i64; 2] {
 async fn typing_unicode_newlines_and_key_chords() {
     let server = PageServer::start(None).await;
     with_browser(|browser| async move {
-        let opts = session_opts(Size::new(1280, 800), 1.0, fixed(), Some(server.url("/form")));
+        let opts = session_opts(
+            Size::new(1280, 800),
+            1.0,
+            fixed(),
+            Some(server.url("/form")),
+        );
         let mut c = computer(&browser, opts, Rules::allow_all()).await;
-        ok_step(&mut c, Vendor::Anthropic, json!({"action": "left_click", "coordinate": m(250.0, 120.0)})).await;
-        ok_step(&mut c, Vendor::Anthropic, json!({"action": "type", "text": "héllo wörld € 日本"})).await;
-        assert_eq!(eval(&c, "document.getElementById('name').value").await, "héllo wörld € 日本");
+        ok_step(
+            &mut c,
+            Vendor::Anthropic,
+            json!({"action": "left_click", "coordinate": m(250.0, 120.0)}),
+        )
+        .await;
+        ok_step(
+            &mut c,
+            Vendor::Anthropic,
+            json!({"action": "type", "text": "héllo wörld € 日本"}),
+        )
+        .await;
+        assert_eq!(
+            eval(&c, "document.getElementById('name').value").await,
+            "héllo wörld € 日本"
+        );
 
-        ok_step(&mut c, Vendor::Anthropic, json!({"action": "left_click", "coordinate": m(250.0, 200.0)})).await;
-        ok_step(&mut c, Vendor::Anthropic, json!({"action": "type", "text": "line1\nline2"})).await;
-        assert_eq!(eval(&c, "document.getElementById('bio').value").await, "line1\nline2");
+        ok_step(
+            &mut c,
+            Vendor::Anthropic,
+            json!({"action": "left_click", "coordinate": m(250.0, 200.0)}),
+        )
+        .await;
+        ok_step(
+            &mut c,
+            Vendor::Anthropic,
+            json!({"action": "type", "text": "line1\nline2"}),
+        )
+        .await;
+        assert_eq!(
+            eval(&c, "document.getElementById('bio').value").await,
+            "line1\nline2"
+        );
 
         // Key chords reach the page with their modifiers, and ctrl+a selects.
-        ok_step(&mut c, Vendor::Anthropic, json!({"action": "left_click", "coordinate": m(250.0, 480.0)})).await;
-        ok_step(&mut c, Vendor::Anthropic, json!({"action": "type", "text": "abc"})).await;
-        ok_step(&mut c, Vendor::Anthropic, json!({"action": "key", "text": "ctrl+a"})).await;
-        ok_step(&mut c, Vendor::Anthropic, json!({"action": "key", "text": "BackSpace"})).await;
+        ok_step(
+            &mut c,
+            Vendor::Anthropic,
+            json!({"action": "left_click", "coordinate": m(250.0, 480.0)}),
+        )
+        .await;
+        ok_step(
+            &mut c,
+            Vendor::Anthropic,
+            json!({"action": "type", "text": "abc"}),
+        )
+        .await;
+        ok_step(
+            &mut c,
+            Vendor::Anthropic,
+            json!({"action": "key", "text": "ctrl+a"}),
+        )
+        .await;
+        ok_step(
+            &mut c,
+            Vendor::Anthropic,
+            json!({"action": "key", "text": "BackSpace"}),
+        )
+        .await;
         assert_eq!(eval(&c, "document.getElementById('keys').value").await, "");
         let log: Vec<String> = serde_json::from_value(eval(&c, "log").await).unwrap();
         assert!(log.contains(&"kd:a+ctrl".to_string()), "{log:?}");
@@ -53,20 +106,43 @@ async fn scroll_moves_the_page_and_the_screenshot_follows() {
     let server = PageServer::start(None).await;
     with_browser(|browser| async move {
         for dpr in [1.0, 2.0] {
-            let opts = session_opts(Size::new(1280, 800), dpr, fixed(), Some(server.url("/long")));
+            let opts = session_opts(
+                Size::new(1280, 800),
+                dpr,
+                fixed(),
+                Some(server.url("/long")),
+            );
             let mut c = computer(&browser, opts, Rules::allow_all()).await;
-            let r = ok_step(&mut c, Vendor::Anthropic, json!({"action": "scroll", "coordinate": [500, 300],
-                "scroll_direction": "down", "scroll_amount": 3})).await;
+            let r = ok_step(
+                &mut c,
+                Vendor::Anthropic,
+                json!({"action": "scroll", "coordinate": [500, 300],
+                "scroll_direction": "down", "scroll_amount": 3}),
+            )
+            .await;
             assert_eq!(eval(&c, "scrollY").await, 300, "dpr {dpr}");
             // The red band starts at document y=300: now at the top of the image.
             let (size, rgb) = decode_rgb(&r.screenshot.unwrap().data).unwrap();
-            let px = |y: u32| { let i = ((y * size.width + 10) * 3) as usize; [rgb[i], rgb[i + 1], rgb[i + 2]] };
+            let px = |y: u32| {
+                let i = ((y * size.width + 10) * 3) as usize;
+                [rgb[i], rgb[i + 1], rgb[i + 2]]
+            };
             assert_eq!(px(5), [255, 0, 0], "dpr {dpr}: top row after scrolling");
             assert_eq!(px(100), [255, 255, 255], "dpr {dpr}");
             // OpenAI pixels and Gemini's document scroll too.
-            ok_step(&mut c, Vendor::OpenAi, json!({"type": "scroll", "x": 10, "y": 10, "scroll_x": 0, "scroll_y": -80})).await;
+            ok_step(
+                &mut c,
+                Vendor::OpenAi,
+                json!({"type": "scroll", "x": 10, "y": 10, "scroll_x": 0, "scroll_y": -80}),
+            )
+            .await;
             assert_eq!(eval(&c, "scrollY").await, 200, "80 model px = 100 css px");
-            ok_step(&mut c, Vendor::Gemini, json!({"name": "scroll_document", "args": {"direction": "down"}})).await;
+            ok_step(
+                &mut c,
+                Vendor::Gemini,
+                json!({"name": "scroll_document", "args": {"direction": "down"}}),
+            )
+            .await;
             assert_eq!(eval(&c, "scrollY").await, 1000);
             c.into_backend().close().await.unwrap();
         }
@@ -78,9 +154,19 @@ async fn scroll_moves_the_page_and_the_screenshot_follows() {
 async fn clicks_reach_into_iframes() {
     let server = PageServer::start(None).await;
     with_browser(|browser| async move {
-        let opts = session_opts(Size::new(1280, 800), 2.0, fixed(), Some(server.url("/iframe")));
+        let opts = session_opts(
+            Size::new(1280, 800),
+            2.0,
+            fixed(),
+            Some(server.url("/iframe")),
+        );
         let mut c = computer(&browser, opts, Rules::allow_all()).await;
-        ok_step(&mut c, Vendor::Anthropic, json!({"action": "left_click", "coordinate": m(300.0, 225.0)})).await;
+        ok_step(
+            &mut c,
+            Vendor::Anthropic,
+            json!({"action": "left_click", "coordinate": m(300.0, 225.0)}),
+        )
+        .await;
         assert_eq!(eval(&c, "hits").await, json!(["inner"]));
         c.into_backend().close().await.unwrap();
     })
@@ -91,31 +177,65 @@ async fn clicks_reach_into_iframes() {
 async fn vendor_shapes_drive_the_same_page() {
     let server = PageServer::start(None).await;
     with_browser(|browser| async move {
-        let opts = session_opts(Size::new(1280, 800), 1.0, fixed(), Some(server.url("/form")));
+        let opts = session_opts(
+            Size::new(1280, 800),
+            1.0,
+            fixed(),
+            Some(server.url("/form")),
+        );
         let mut c = computer(&browser, opts, Rules::allow_all()).await;
         // OpenAI batch: one screenshot for three actions.
         let [x, y] = m(250.0, 120.0);
-        let r = ok_step(&mut c, Vendor::OpenAi, json!({"type": "computer_call", "call_id": "c1", "actions": [
+        let r = ok_step(
+            &mut c,
+            Vendor::OpenAi,
+            json!({"type": "computer_call", "call_id": "c1", "actions": [
             {"type": "click", "button": "left", "x": x, "y": y},
             {"type": "type", "text": "abc"},
             {"type": "keypress", "keys": ["CTRL", "A"]},
             {"type": "type", "text": "xyz"},
-        ], "pending_safety_checks": []})).await;
+        ], "pending_safety_checks": []}),
+        )
+        .await;
         assert_eq!(r.call_id.as_deref(), Some("c1"));
         assert!(r.screenshot.is_some());
-        assert_eq!(eval(&c, "document.getElementById('name').value").await, "xyz");
+        assert_eq!(
+            eval(&c, "document.getElementById('name').value").await,
+            "xyz"
+        );
         // Gemini: normalized grid, type_text_at clears first by default.
         let gx = (250.0 / 1280.0 * 1000.0) as i64;
         let gy = (120.0 / 800.0 * 1000.0) as i64;
-        ok_step(&mut c, Vendor::Gemini, json!({"name": "type_text_at",
-            "args": {"x": gx, "y": gy, "text": "gemini"}})).await;
-        assert_eq!(eval(&c, "document.getElementById('name').value").await, "gemini");
+        ok_step(
+            &mut c,
+            Vendor::Gemini,
+            json!({"name": "type_text_at",
+            "args": {"x": gx, "y": gy, "text": "gemini"}}),
+        )
+        .await;
+        assert_eq!(
+            eval(&c, "document.getElementById('name').value").await,
+            "gemini"
+        );
         // cursor_position answers in model pixels.
-        let r = ok_step(&mut c, Vendor::Anthropic, json!({"action": "cursor_position"})).await;
-        let p = c.scaler().to_model(CssPoint { x: (gx as f64 + 0.5) * 1.28, y: (gy as f64 + 0.5) * 0.8 });
+        let r = ok_step(
+            &mut c,
+            Vendor::Anthropic,
+            json!({"action": "cursor_position"}),
+        )
+        .await;
+        let p = c.scaler().to_model(CssPoint {
+            x: (gx as f64 + 0.5) * 1.28,
+            y: (gy as f64 + 0.5) * 0.8,
+        });
         assert_eq!(r.text, Some(format!("X={},Y={}", p.x, p.y)));
         // zoom: a region at native resolution, fit into the display.
-        let r = ok_step(&mut c, Vendor::Anthropic, json!({"action": "zoom", "region": [0, 0, 512, 320]})).await;
+        let r = ok_step(
+            &mut c,
+            Vendor::Anthropic,
+            json!({"action": "zoom", "region": [0, 0, 512, 320]}),
+        )
+        .await;
         assert_eq!(r.screenshot.unwrap().size, Size::new(1024, 640));
         c.into_backend().close().await.unwrap();
     })
@@ -126,17 +246,37 @@ async fn vendor_shapes_drive_the_same_page() {
 async fn settle_waits_for_requests_the_action_started() {
     let server = PageServer::start(None).await;
     with_browser(|browser| async move {
-        let opts = session_opts(Size::new(1280, 800), 1.0, fixed(), Some(server.url("/slow")));
+        let opts = session_opts(
+            Size::new(1280, 800),
+            1.0,
+            fixed(),
+            Some(server.url("/slow")),
+        );
         let mut c = computer(&browser, opts, Rules::allow_all()).await;
-        let r = ok_step(&mut c, Vendor::Anthropic, json!({"action": "left_click", "coordinate": [100, 100]})).await;
+        let r = ok_step(
+            &mut c,
+            Vendor::Anthropic,
+            json!({"action": "left_click", "coordinate": [100, 100]}),
+        )
+        .await;
         assert!(r.settled);
         assert_eq!(eval(&c, "document.title").await, "fetched:done");
         // navigation settles on the loaded document and reports its URL
         let url = server.url("/targets");
-        let r = ok_step(&mut c, Vendor::Gemini, json!({"name": "navigate", "args": {"url": url}})).await;
+        let r = ok_step(
+            &mut c,
+            Vendor::Gemini,
+            json!({"name": "navigate", "args": {"url": url}}),
+        )
+        .await;
         assert_eq!(r.current_url.as_deref(), Some(url.as_str()));
         assert_eq!(eval(&c, "document.readyState").await, "complete");
-        let r = ok_step(&mut c, Vendor::Gemini, json!({"name": "go_back", "args": {}})).await;
+        let r = ok_step(
+            &mut c,
+            Vendor::Gemini,
+            json!({"name": "go_back", "args": {}}),
+        )
+        .await;
         assert_eq!(r.current_url, Some(server.url("/slow")));
         c.into_backend().close().await.unwrap();
     })
@@ -166,13 +306,26 @@ async fn bad_actions_are_model_visible_and_the_session_goes_on() {
 async fn the_session_follows_a_popup_like_a_new_tab() {
     let server = PageServer::start(None).await;
     with_browser(|browser| async move {
-        let opts = session_opts(Size::new(1280, 800), 2.0, fixed(), Some(server.url("/popup-self")));
+        let opts = session_opts(
+            Size::new(1280, 800),
+            2.0,
+            fixed(),
+            Some(server.url("/popup-self")),
+        );
         let mut c = computer(&browser, opts, Rules::allow_all()).await;
-        let r = ok_step(&mut c, Vendor::Anthropic, json!({"action": "left_click", "coordinate": [50, 40]})).await;
+        let r = ok_step(
+            &mut c,
+            Vendor::Anthropic,
+            json!({"action": "left_click", "coordinate": [50, 40]}),
+        )
+        .await;
         assert_eq!(r.current_url, Some(server.url("/targets")));
         assert_eq!(r.screenshot.unwrap().size, Size::new(1024, 640));
         // and the popup is driven at the session's viewport and DPR
-        assert_eq!(eval(&c, "[innerWidth, innerHeight, devicePixelRatio]").await, json!([1280, 800, 2]));
+        assert_eq!(
+            eval(&c, "[innerWidth, innerHeight, devicePixelRatio]").await,
+            json!([1280, 800, 2])
+        );
         c.into_backend().close().await.unwrap();
     })
     .await;

@@ -11,7 +11,9 @@ use cordon_protocol::computer::{Vendor, decode};
 use serde_json::json;
 
 fn fixed() -> DisplaySpec {
-    DisplaySpec::Fixed { size: Size::new(1024, 640) }
+    DisplaySpec::Fixed {
+        size: Size::new(1024, 640),
+    }
 }
 
 fn m(x: f64, y: f64) -> [i64; 2] {
@@ -23,14 +25,27 @@ async fn ask_stops_before_acting_and_approve_resumes() {
     let other = PageServer::start(None).await;
     let server = PageServer::start(Some(other.addr)).await;
     with_browser(|browser| async move {
-        let opts = session_opts(Size::new(1280, 800), 1.0, fixed(), Some(server.url("/form")));
+        let opts = session_opts(
+            Size::new(1280, 800),
+            1.0,
+            fixed(),
+            Some(server.url("/form")),
+        );
         let mut c = computer(&browser, opts, Rules::default()).await;
         // Delete button → ask; nothing happened yet.
-        let r = step(&mut c, Vendor::Anthropic, json!({"action": "left_click", "coordinate": m(200.0, 360.0)})).await;
+        let r = step(
+            &mut c,
+            Vendor::Anthropic,
+            json!({"action": "left_click", "coordinate": m(200.0, 360.0)}),
+        )
+        .await;
         assert_eq!(r.status, Status::ApprovalRequired);
         let p = r.pending.unwrap();
         assert_eq!(p.rule, "high-impact-button");
-        assert_eq!(p.element.as_deref(), Some("button name=del \"Delete account\""));
+        assert_eq!(
+            p.element.as_deref(),
+            Some("button name=del \"Delete account\"")
+        );
         assert_eq!(eval(&c, "log").await, json!([]));
         // Another step while waiting is refused, model-visibly.
         let r2 = step(&mut c, Vendor::Anthropic, json!({"action": "screenshot"})).await;
@@ -40,9 +55,19 @@ async fn ask_stops_before_acting_and_approve_resumes() {
         assert_eq!(r.resolves.as_deref(), Some(p.id.as_str()));
         assert_eq!(eval(&c, "log").await, json!(["delete"]));
         // A harmless button is allowed.
-        ok_step(&mut c, Vendor::Anthropic, json!({"action": "left_click", "coordinate": m(420.0, 360.0)})).await;
+        ok_step(
+            &mut c,
+            Vendor::Anthropic,
+            json!({"action": "left_click", "coordinate": m(420.0, 360.0)}),
+        )
+        .await;
         // Password field → ask → deny: refused, field not focused.
-        let r = step(&mut c, Vendor::Anthropic, json!({"action": "left_click", "coordinate": m(250.0, 300.0)})).await;
+        let r = step(
+            &mut c,
+            Vendor::Anthropic,
+            json!({"action": "left_click", "coordinate": m(250.0, 300.0)}),
+        )
+        .await;
         let p = r.pending.unwrap();
         assert_eq!(p.rule, "password-field");
         let r = c.deny(&p.id).await.unwrap();
@@ -50,7 +75,12 @@ async fn ask_stops_before_acting_and_approve_resumes() {
         assert!(r.error.unwrap().contains("declined"));
         assert_ne!(eval(&c, "document.activeElement.id").await, "pw");
         // A link to another origin → ask (new-origin).
-        let r = step(&mut c, Vendor::Anthropic, json!({"action": "left_click", "coordinate": m(200.0, 420.0)})).await;
+        let r = step(
+            &mut c,
+            Vendor::Anthropic,
+            json!({"action": "left_click", "coordinate": m(200.0, 420.0)}),
+        )
+        .await;
         assert_eq!(r.pending.unwrap().rule, "new-origin");
         assert_eq!(other.hits(), Vec::<String>::new());
         c.into_backend().close().await.unwrap();

@@ -12,7 +12,9 @@ use cordon_protocol::computer::Vendor;
 use serde_json::json;
 
 fn fixed() -> DisplaySpec {
-    DisplaySpec::Fixed { size: Size::new(1024, 640) }
+    DisplaySpec::Fixed {
+        size: Size::new(1024, 640),
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -63,11 +65,29 @@ async fn block_list_refuses_redirects_and_popups_browser_wide() {
     let blocked = PageServer::start(None).await;
     let server = PageServer::start(Some(blocked.addr)).await;
     with_browser(|browser| async move {
-        let mut opts = session_opts(Size::new(1280, 800), 1.0, fixed(), Some(server.url("/popup")));
-        opts.policy = OriginPolicy::new(vec![], vec![OriginPattern::parse(&blocked.origin()).unwrap()]);
+        let mut opts = session_opts(
+            Size::new(1280, 800),
+            1.0,
+            fixed(),
+            Some(server.url("/popup")),
+        );
+        opts.policy = OriginPolicy::new(
+            vec![],
+            vec![OriginPattern::parse(&blocked.origin()).unwrap()],
+        );
         let mut c = computer(&browser, opts, Rules::allow_all()).await;
-        ok_step(&mut c, Vendor::Anthropic, json!({"action": "left_click", "coordinate": [50, 40]})).await;
-        let r = ok_step(&mut c, Vendor::Gemini, json!({"name": "navigate", "args": {"url": server.url("/redirect")}})).await;
+        ok_step(
+            &mut c,
+            Vendor::Anthropic,
+            json!({"action": "left_click", "coordinate": [50, 40]}),
+        )
+        .await;
+        let r = ok_step(
+            &mut c,
+            Vendor::Gemini,
+            json!({"name": "navigate", "args": {"url": server.url("/redirect")}}),
+        )
+        .await;
         assert_ne!(r.current_url, Some(blocked.url("/redirected")));
         assert_eq!(blocked.hits(), Vec::<String>::new());
         c.into_backend().close().await.unwrap();
@@ -83,7 +103,12 @@ async fn sessions_share_no_cookies_or_storage() {
         let opts = || session_opts(Size::new(1280, 800), 1.0, fixed(), Some(url.clone()));
         let mut a = computer(&browser, opts(), Rules::allow_all()).await;
         assert_eq!(eval(&a, "document.title").await, "seen:none:none");
-        ok_step(&mut a, Vendor::Gemini, json!({"name": "navigate", "args": {"url": url}})).await;
+        ok_step(
+            &mut a,
+            Vendor::Gemini,
+            json!({"name": "navigate", "args": {"url": url}}),
+        )
+        .await;
         assert_eq!(eval(&a, "document.title").await, "seen:sid=1:v");
         let b = computer(&browser, opts(), Rules::allow_all()).await;
         assert_eq!(eval(&b, "document.title").await, "seen:none:none");
@@ -98,19 +123,34 @@ async fn downloads_land_in_the_session_directory_only_when_allowed() {
     let server = PageServer::start(None).await;
     let dir = tempfile::tempdir().unwrap();
     with_browser(|browser| async move {
-        let mut opts = session_opts(Size::new(1280, 800), 1.0, fixed(), Some(server.url("/targets")));
+        let mut opts = session_opts(
+            Size::new(1280, 800),
+            1.0,
+            fixed(),
+            Some(server.url("/targets")),
+        );
         opts.downloads = Some(dir.path().to_owned());
         let mut c = computer(&browser, opts, Rules::allow_all()).await;
-        ok_step(&mut c, Vendor::Gemini, json!({"name": "navigate", "args": {"url": server.url("/download")}})).await;
+        ok_step(
+            &mut c,
+            Vendor::Gemini,
+            json!({"name": "navigate", "args": {"url": server.url("/download")}}),
+        )
+        .await;
         // The download finishes after the navigation settles; poll (bounded) for the file.
         let mut found = false;
         for _ in 0..200 {
-            if std::fs::read_dir(dir.path()).unwrap().next().is_some() { found = true; break; }
+            if std::fs::read_dir(dir.path()).unwrap().next().is_some() {
+                found = true;
+                break;
+            }
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
-        assert!(found, "allowed download did not land in the session directory");
+        assert!(
+            found,
+            "allowed download did not land in the session directory"
+        );
         c.into_backend().close().await.unwrap();
     })
     .await;
 }
-

@@ -5,5 +5,6 @@ mod browser;
 mod common;
 mod gates;
 mod isolation;
+mod recovery;
 mod scaling;
 mod trajectory;

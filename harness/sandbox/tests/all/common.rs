@@ -3,7 +3,9 @@
 use std::sync::Arc;
 
 use cordon_core::{Dispatcher, ToolRegistry};
-use cordon_protocol::execution::{ExecutionEvent, ExecutionResult, ExecutionStatus, Language, Limits};
+use cordon_protocol::execution::{
+    ExecutionEvent, ExecutionResult, ExecutionStatus, Language, Limits,
+};
 use cordon_sandbox::{Execution, ExecutionRequest, Sandbox, SandboxConfig};
 use serde_json::Value;
 use tokio::sync::OnceCell;
@@ -14,7 +16,9 @@ static SANDBOX: OnceCell<Sandbox> = OnceCell::const_new();
 pub async fn sandbox() -> &'static Sandbox {
     SANDBOX
         .get_or_init(|| async {
-            let config = SandboxConfig::default().preload(vec![Language::Python, Language::Javascript]).max_instances(300);
+            let config = SandboxConfig::default()
+                .preload(vec![Language::Python, Language::Javascript])
+                .max_instances(300);
             Sandbox::new(config).await.expect("the sandbox starts")
         })
         .await
@@ -22,8 +26,11 @@ pub async fn sandbox() -> &'static Sandbox {
 
 /// Tools from a JSON array of declarations.
 pub fn tools(declarations: Value) -> Dispatcher {
-    let registry = ToolRegistry::from_json(&serde_json::json!({"tools": declarations}).to_string(), "<test>")
-        .expect("test tools are valid");
+    let registry = ToolRegistry::from_json(
+        &serde_json::json!({"tools": declarations}).to_string(),
+        "<test>",
+    )
+    .expect("test tools are valid");
     Dispatcher::new(Arc::new(registry))
 }
 
@@ -48,18 +55,31 @@ pub async fn start(code: &str, tools: Dispatcher, limits: Limits) -> Execution {
 }
 
 /// Starts an execution in `language`.
-pub async fn start_in(language: Language, code: &str, tools: Dispatcher, limits: Limits) -> Execution {
-    sandbox().await.execute(ExecutionRequest::new(language, code, tools).limits(limits))
+pub async fn start_in(
+    language: Language,
+    code: &str,
+    tools: Dispatcher,
+    limits: Limits,
+) -> Execution {
+    sandbox()
+        .await
+        .execute(ExecutionRequest::new(language, code, tools).limits(limits))
 }
 
 /// Runs JavaScript to completion.
 pub async fn js(code: &str, tools: Dispatcher, limits: Limits) -> ExecutionResult {
-    start_in(Language::Javascript, code, tools, limits).await.wait().await
+    start_in(Language::Javascript, code, tools, limits)
+        .await
+        .wait()
+        .await
 }
 
 /// Runs Python code to completion with default limits and no tools.
 pub async fn python(code: &str) -> ExecutionResult {
-    start(code, no_tools(), Limits::default()).await.wait().await
+    start(code, no_tools(), Limits::default())
+        .await
+        .wait()
+        .await
 }
 
 /// Runs Python code with tools.
@@ -75,14 +95,22 @@ pub async fn python_limited(code: &str, limits: Limits) -> ExecutionResult {
 /// Asserts the execution completed and returns it.
 #[track_caller]
 pub fn completed(result: ExecutionResult) -> ExecutionResult {
-    assert_eq!(result.status, ExecutionStatus::Completed, "not completed: {result:#?}");
+    assert_eq!(
+        result.status,
+        ExecutionStatus::Completed,
+        "not completed: {result:#?}"
+    );
     result
 }
 
 /// Asserts the execution raised `error_type` and returns its message.
 #[track_caller]
 pub fn raised(result: &ExecutionResult, error_type: &str) -> String {
-    assert_eq!(result.status, ExecutionStatus::Error, "expected {error_type}: {result:#?}");
+    assert_eq!(
+        result.status,
+        ExecutionStatus::Error,
+        "expected {error_type}: {result:#?}"
+    );
     let error = result.error.as_ref().expect("an error result has an error");
     assert_eq!(error.error_type, error_type, "{result:#?}");
     error.message.clone()

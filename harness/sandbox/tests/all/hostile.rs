@@ -24,12 +24,18 @@ outcomes
 "#;
     let result = completed(python(code).await);
     let outcomes = result.result.as_array().unwrap().clone();
-    assert!(!outcomes.contains(&json!("read")) && !outcomes.contains(&json!("wrote")), "{outcomes:?}");
+    assert!(
+        !outcomes.contains(&json!("read")) && !outcomes.contains(&json!("wrote")),
+        "{outcomes:?}"
+    );
 }
 
 #[tokio::test]
 async fn the_environment_is_empty() {
-    let result = completed(python("import os\n[dict(os.environ), os.getcwd() if hasattr(os, 'getcwd') else '/']").await);
+    let result = completed(
+        python("import os\n[dict(os.environ), os.getcwd() if hasattr(os, 'getcwd') else '/']")
+            .await,
+    );
     assert_eq!(result.result[0], json!({}));
 }
 
@@ -84,11 +90,19 @@ import sys
 
 #[tokio::test]
 async fn error_messages_hold_no_host_paths() {
-    for code in ["import nonexistent_module", "1/0", "open('/x')", "def f(): f()\nf()"] {
+    for code in [
+        "import nonexistent_module",
+        "1/0",
+        "open('/x')",
+        "def f(): f()\nf()",
+    ] {
         let result = python(code).await;
         let text = serde_json::to_string(&result).unwrap();
         for host_path in ["/root", "/home/", "/work/", ".cargo/registry"] {
-            assert!(!text.contains(host_path), "{host_path} leaked by {code:?}: {text}");
+            assert!(
+                !text.contains(host_path),
+                "{host_path} leaked by {code:?}: {text}"
+            );
         }
     }
 }

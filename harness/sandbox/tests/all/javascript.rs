@@ -1,8 +1,10 @@
 //! The JavaScript guest: same bridge, limits and suspend/resume as Python.
 
-use cordon_protocol::execution::{ExecutionEvent, ExecutionStatus, Language, LimitKind, Limits, ResultEncoding};
-use cordon_protocol::tool::Locus;
 use cordon_protocol::execution::ClientToolResult;
+use cordon_protocol::execution::{
+    ExecutionEvent, ExecutionStatus, Language, LimitKind, Limits, ResultEncoding,
+};
+use cordon_protocol::tool::Locus;
 use cordon_sandbox::SessionSpec;
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -15,7 +17,14 @@ fn defaults() -> Limits {
 
 #[tokio::test]
 async fn console_output_and_the_final_expression() {
-    let result = completed(js("console.log('hi', 1, {a: [2]}); console.error('oops'); const x = 40; x + 2", no_tools(), defaults()).await);
+    let result = completed(
+        js(
+            "console.log('hi', 1, {a: [2]}); console.error('oops'); const x = 40; x + 2",
+            no_tools(),
+            defaults(),
+        )
+        .await,
+    );
     assert_eq!(result.stdout, "hi 1 { a: [ 2 ] }\n");
     assert_eq!(result.stderr, "oops\n");
     assert_eq!(result.result, json!(42));
@@ -40,17 +49,31 @@ for (const f of [() => weather({city: 1}), () => nope({}), () => tools.call("mis
 [a.temp_c, b.temp_c, kinds]
 "#;
     let result = completed(js(code, tools, defaults()).await);
-    assert_eq!(result.result, json!([21, 21, ["invalid_input", "denied", "unknown_tool"]]));
+    assert_eq!(
+        result.result,
+        json!([21, 21, ["invalid_input", "denied", "unknown_tool"]])
+    );
 }
 
 #[tokio::test]
 async fn promise_all_leaves_as_one_batch_and_resumes() {
     let tools = tools(json!([client_tool("lookup")]));
-    let mut execution = start_in(Language::Javascript, "await Promise.all([1, 2, 3].map(k => lookup({k})))", tools, defaults()).await;
+    let mut execution = start_in(
+        Language::Javascript,
+        "await Promise.all([1, 2, 3].map(k => lookup({k})))",
+        tools,
+        defaults(),
+    )
+    .await;
     let mut calls = Vec::new();
     let pending = loop {
         match execution.next_event().await.expect("suspends") {
-            ExecutionEvent::ToolCall { id, locus: Locus::Client, input, .. } => calls.push((id, input)),
+            ExecutionEvent::ToolCall {
+                id,
+                locus: Locus::Client,
+                input,
+                ..
+            } => calls.push((id, input)),
             ExecutionEvent::Awaiting { pending, .. } => break pending,
             ExecutionEvent::Completed(result) => panic!("{result:#?}"),
             _ => {}
@@ -59,10 +82,17 @@ async fn promise_all_leaves_as_one_batch_and_resumes() {
     assert_eq!(pending.len(), 3, "one batch of three");
     let results = calls
         .iter()
-        .map(|(id, input)| ClientToolResult { call_id: id.clone(), output: json!(input["k"].as_i64().unwrap() * 10), is_error: false })
+        .map(|(id, input)| ClientToolResult {
+            call_id: id.clone(),
+            output: json!(input["k"].as_i64().unwrap() * 10),
+            is_error: false,
+        })
         .collect();
     execution.submit_tool_results(results).unwrap();
-    assert_eq!(completed(execution.wait().await).result, json!([10, 20, 30]));
+    assert_eq!(
+        completed(execution.wait().await).result,
+        json!([10, 20, 30])
+    );
 }
 
 #[tokio::test]
@@ -74,26 +104,72 @@ async fn syntax_errors_carry_line_and_column() {
 
 #[tokio::test]
 async fn limits_are_enforced_and_named() {
-    let result = js("while (true) {}", no_tools(), Limits { cpu_ms: 100, ..defaults() }).await;
-    assert_eq!((result.status, result.limit), (ExecutionStatus::LimitExceeded, Some(LimitKind::Cpu)));
-    let result = js("const a = []; while (true) a.push('x'.repeat(1 << 20) + a.length)", no_tools(), Limits { memory_bytes: 64 << 20, ..defaults() }).await;
-    assert_eq!((result.status, result.limit), (ExecutionStatus::LimitExceeded, Some(LimitKind::Memory)), "{result:#?}");
-    let result = js("for (;;) console.log('flood')", no_tools(), Limits { max_output_bytes: 5000, ..defaults() }).await;
+    let result = js(
+        "while (true) {}",
+        no_tools(),
+        Limits {
+            cpu_ms: 100,
+            ..defaults()
+        },
+    )
+    .await;
+    assert_eq!(
+        (result.status, result.limit),
+        (ExecutionStatus::LimitExceeded, Some(LimitKind::Cpu))
+    );
+    let result = js(
+        "const a = []; while (true) a.push('x'.repeat(1 << 20) + a.length)",
+        no_tools(),
+        Limits {
+            memory_bytes: 64 << 20,
+            ..defaults()
+        },
+    )
+    .await;
+    assert_eq!(
+        (result.status, result.limit),
+        (ExecutionStatus::LimitExceeded, Some(LimitKind::Memory)),
+        "{result:#?}"
+    );
+    let result = js(
+        "for (;;) console.log('flood')",
+        no_tools(),
+        Limits {
+            max_output_bytes: 5000,
+            ..defaults()
+        },
+    )
+    .await;
     assert_eq!(result.limit, Some(LimitKind::Output));
-    let result = js("await new Promise(r => setTimeout(r, 60000))", no_tools(), Limits { wall_ms: 200, ..defaults() }).await;
+    let result = js(
+        "await new Promise(r => setTimeout(r, 60000))",
+        no_tools(),
+        Limits {
+            wall_ms: 200,
+            ..defaults()
+        },
+    )
+    .await;
     assert_eq!(result.limit, Some(LimitKind::Wall));
 }
 
 #[tokio::test]
 async fn deep_recursion_is_a_clean_error() {
-    let result = js("function f(n) { return f(n + 1) + 1 }\nf(0)", no_tools(), defaults()).await;
+    let result = js(
+        "function f(n) { return f(n + 1) + 1 }\nf(0)",
+        no_tools(),
+        defaults(),
+    )
+    .await;
     assert_eq!(result.status, ExecutionStatus::Error, "{result:#?}");
 }
 
 #[tokio::test]
 async fn overwriting_bridge_objects_breaks_nothing_outside_the_guest() {
     let tools = tools(json!([static_tool("ping", json!("pong"))]));
-    let session = sandbox().await.session(SessionSpec::new(Language::Javascript, tools));
+    let session = sandbox()
+        .await
+        .session(SessionSpec::new(Language::Javascript, tools));
     let hostile = "globalThis.tools = null; Promise = null; JSON = null; console = null; Object.prototype.then = 1; 'done'";
     let first = session.execute(hostile).wait().await;
     assert_ne!(first.status, ExecutionStatus::LimitExceeded, "{first:#?}");
@@ -106,15 +182,34 @@ async fn overwriting_bridge_objects_breaks_nothing_outside_the_guest() {
 
 #[tokio::test]
 async fn sessions_keep_globals() {
-    let session = sandbox().await.session(SessionSpec::new(Language::Javascript, no_tools()));
-    completed(session.execute("var n = 1; function bump() { n += 1 }").wait().await);
+    let session = sandbox()
+        .await
+        .session(SessionSpec::new(Language::Javascript, no_tools()));
+    completed(
+        session
+            .execute("var n = 1; function bump() { n += 1 }")
+            .wait()
+            .await,
+    );
     completed(session.execute("bump(); bump()").wait().await);
-    assert_eq!(completed(session.execute("n").wait().await).result, json!(3));
+    assert_eq!(
+        completed(session.execute("n").wait().await).result,
+        json!(3)
+    );
 }
 
 #[tokio::test]
 async fn no_host_reach() {
     let code = "[typeof fetch, typeof require, typeof process, typeof std, typeof os]";
     let result = completed(js(code, no_tools(), defaults()).await);
-    assert_eq!(result.result, json!(["undefined", "undefined", "undefined", "undefined", "undefined"]));
+    assert_eq!(
+        result.result,
+        json!([
+            "undefined",
+            "undefined",
+            "undefined",
+            "undefined",
+            "undefined"
+        ])
+    );
 }

@@ -14,28 +14,56 @@ fn hit(result: &ExecutionResult, kind: LimitKind) {
 
 #[tokio::test]
 async fn infinite_loop_hits_the_cpu_limit() {
-    let result = python_limited("while True:\n    pass", Limits { cpu_ms: 150, ..Limits::default() }).await;
+    let result = python_limited(
+        "while True:\n    pass",
+        Limits {
+            cpu_ms: 150,
+            ..Limits::default()
+        },
+    )
+    .await;
     hit(&result, LimitKind::Cpu);
     assert!(result.usage.cpu_ms >= 150, "{:?}", result.usage);
 }
 
 #[tokio::test]
 async fn sleeping_hits_the_wall_limit_not_the_cpu_limit() {
-    let result = python_limited("import time\ntime.sleep(30)", Limits { wall_ms: 200, ..Limits::default() }).await;
+    let result = python_limited(
+        "import time\ntime.sleep(30)",
+        Limits {
+            wall_ms: 200,
+            ..Limits::default()
+        },
+    )
+    .await;
     hit(&result, LimitKind::Wall);
 }
 
 #[tokio::test]
 async fn memory_bomb_hits_the_memory_limit() {
-    let limits = Limits { memory_bytes: 96 << 20, ..Limits::default() };
-    let result = python_limited("blocks = []\nwhile True:\n    blocks.append(bytearray(1 << 20))", limits).await;
+    let limits = Limits {
+        memory_bytes: 96 << 20,
+        ..Limits::default()
+    };
+    let result = python_limited(
+        "blocks = []\nwhile True:\n    blocks.append(bytearray(1 << 20))",
+        limits,
+    )
+    .await;
     hit(&result, LimitKind::Memory);
-    assert!(result.usage.peak_memory_bytes <= 96 << 20, "{:?}", result.usage);
+    assert!(
+        result.usage.peak_memory_bytes <= 96 << 20,
+        "{:?}",
+        result.usage
+    );
 }
 
 #[tokio::test]
 async fn a_caught_memory_error_does_not_hide_the_limit_from_later_code() {
-    let limits = Limits { memory_bytes: 96 << 20, ..Limits::default() };
+    let limits = Limits {
+        memory_bytes: 96 << 20,
+        ..Limits::default()
+    };
     let code = "try:\n    x = bytearray(200 << 20)\nexcept MemoryError:\n    x = None\n'survived'";
     let result = python_limited(code, limits).await;
     // Either the guest raised MemoryError and kept going, or it aborted: never a crash.
@@ -47,7 +75,10 @@ async fn a_caught_memory_error_does_not_hide_the_limit_from_later_code() {
 
 #[tokio::test]
 async fn output_flood_hits_the_output_limit() {
-    let limits = Limits { max_output_bytes: 10_000, ..Limits::default() };
+    let limits = Limits {
+        max_output_bytes: 10_000,
+        ..Limits::default()
+    };
     let result = python_limited("while True:\n    print('x' * 100)", limits).await;
     hit(&result, LimitKind::Output);
     assert!(result.stdout.len() <= 10_000);
@@ -55,7 +86,10 @@ async fn output_flood_hits_the_output_limit() {
 
 #[tokio::test]
 async fn a_huge_final_value_counts_as_output() {
-    let limits = Limits { max_output_bytes: 1_000, ..Limits::default() };
+    let limits = Limits {
+        max_output_bytes: 1_000,
+        ..Limits::default()
+    };
     let result = python_limited("'x' * 5000", limits).await;
     hit(&result, LimitKind::Output);
 }
@@ -63,8 +97,14 @@ async fn a_huge_final_value_counts_as_output() {
 #[tokio::test]
 async fn tool_call_loop_hits_the_tool_call_limit() {
     let tools = tools(json!([static_tool("ping", json!(1))]));
-    let limits = Limits { max_tool_calls: 5, ..Limits::default() };
-    let result = start("while True:\n    tools.call('ping', {})", tools, limits).await.wait().await;
+    let limits = Limits {
+        max_tool_calls: 5,
+        ..Limits::default()
+    };
+    let result = start("while True:\n    tools.call('ping', {})", tools, limits)
+        .await
+        .wait()
+        .await;
     hit(&result, LimitKind::ToolCalls);
     assert_eq!(result.tool_calls.len(), 5);
 }
@@ -72,11 +112,24 @@ async fn tool_call_loop_hits_the_tool_call_limit() {
 #[tokio::test]
 async fn oversized_tool_input_and_result_hit_the_payload_limit() {
     let tools = tools(json!([static_tool("ping", json!("y".repeat(5000)))]));
-    let limits = Limits { max_payload_bytes: 1_000, ..Limits::default() };
-    let result = start("tools.call('ping', {'data': 'x' * 5000})", tools.clone(), limits).await.wait().await;
+    let limits = Limits {
+        max_payload_bytes: 1_000,
+        ..Limits::default()
+    };
+    let result = start(
+        "tools.call('ping', {'data': 'x' * 5000})",
+        tools.clone(),
+        limits,
+    )
+    .await
+    .wait()
+    .await;
     hit(&result, LimitKind::Payload);
     assert!(result.error.as_ref().unwrap().message.contains("input"));
-    let result = start("tools.call('ping', {})", tools, limits).await.wait().await;
+    let result = start("tools.call('ping', {})", tools, limits)
+        .await
+        .wait()
+        .await;
     hit(&result, LimitKind::Payload);
     assert!(result.error.as_ref().unwrap().message.contains("result"));
 }
@@ -86,12 +139,22 @@ async fn deep_recursion_raises_recursion_error() {
     let result = python("def f(n):\n    return f(n + 1)\nf(0)").await;
     assert_eq!(result.status, ExecutionStatus::Error, "{result:#?}");
     let kind = &result.error.as_ref().unwrap().error_type;
-    assert!(kind == "RecursionError" || kind == "StackOverflow", "{result:#?}");
+    assert!(
+        kind == "RecursionError" || kind == "StackOverflow",
+        "{result:#?}"
+    );
 }
 
 #[tokio::test]
 async fn the_sandbox_keeps_serving_after_limits() {
-    let _ = python_limited("while True:\n    pass", Limits { cpu_ms: 50, ..Limits::default() }).await;
+    let _ = python_limited(
+        "while True:\n    pass",
+        Limits {
+            cpu_ms: 50,
+            ..Limits::default()
+        },
+    )
+    .await;
     let result = completed(python("1 + 1").await);
     assert_eq!(result.result, json!(2));
 }

@@ -1,5 +1,11 @@
 //! Integration tests of the sandbox: real wasmtime, real guest images, real limits.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a failed test should stop right there"
+)]
+
 mod common;
 mod hostile;
 mod javascript;

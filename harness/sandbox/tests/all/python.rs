@@ -36,7 +36,10 @@ async fn exceptions_carry_type_message_and_traceback() {
     assert_eq!(raised(&result, "ZeroDivisionError"), "division by zero");
     let traceback = &result.error.as_ref().unwrap().traceback;
     assert!(traceback.contains("line 2"), "{traceback}");
-    assert!(!traceback.contains("<cordon>"), "runtime frames leak: {traceback}");
+    assert!(
+        !traceback.contains("<cordon>"),
+        "runtime frames leak: {traceback}"
+    );
 }
 
 #[tokio::test]
@@ -49,7 +52,12 @@ async fn syntax_errors_name_line_and_column() {
 
 #[tokio::test]
 async fn stderr_is_separate_and_streamed_as_deltas() {
-    let mut execution = start("import sys\nprint('out')\nprint('err', file=sys.stderr)", no_tools(), Default::default()).await;
+    let mut execution = start(
+        "import sys\nprint('out')\nprint('err', file=sys.stderr)",
+        no_tools(),
+        Default::default(),
+    )
+    .await;
     let events = all_events(&mut execution).await;
     let deltas: Vec<_> = events
         .iter()
@@ -58,9 +66,17 @@ async fn stderr_is_separate_and_streamed_as_deltas() {
             _ => None,
         })
         .collect();
-    assert_eq!(deltas, vec![(Stream::Stdout, "out\n"), (Stream::Stderr, "err\n")]);
-    let ExecutionEvent::Completed(result) = events.last().unwrap() else { panic!("no completion") };
-    assert_eq!((result.stdout.as_str(), result.stderr.as_str()), ("out\n", "err\n"));
+    assert_eq!(
+        deltas,
+        vec![(Stream::Stdout, "out\n"), (Stream::Stderr, "err\n")]
+    );
+    let ExecutionEvent::Completed(result) = events.last().unwrap() else {
+        panic!("no completion")
+    };
+    assert_eq!(
+        (result.stdout.as_str(), result.stderr.as_str()),
+        ("out\n", "err\n")
+    );
 }
 
 #[tokio::test]
@@ -81,7 +97,21 @@ class P:
     let result = completed(python(code).await);
     assert_eq!(
         result.result,
-        json!(["{\"a\": 1}", "a#", 4, 2, "2d711642", "2.1", "1/3", "aGk=", 36, 3, [1], "2024-01-02", [1, 3, 6]])
+        json!([
+            "{\"a\": 1}",
+            "a#",
+            4,
+            2,
+            "2d711642",
+            "2.1",
+            "1/3",
+            "aGk=",
+            36,
+            3,
+            [1],
+            "2024-01-02",
+            [1, 3, 6]
+        ])
     );
 }
 
@@ -133,7 +163,10 @@ except ToolError as error:
 kinds
 "#;
     let result = completed(python_with(code, tools).await);
-    assert_eq!(result.result, json!(["invalid_input", "denied", "attribute", "unknown_tool", true]));
+    assert_eq!(
+        result.result,
+        json!(["invalid_input", "denied", "attribute", "unknown_tool", true])
+    );
 }
 
 #[tokio::test]
@@ -160,15 +193,23 @@ async fn a_deadlocked_event_loop_is_reported_not_hung() {
 
 #[tokio::test]
 async fn non_utf8_output_is_replaced_not_fatal() {
-    let result = completed(python("import sys\nsys.stdout.buffer.write(b'a\\xff\\xfeb')\nprint('\\ud800')").await);
-    assert!(result.stdout.starts_with("a\u{fffd}\u{fffd}b"), "{:?}", result.stdout);
+    let result = completed(
+        python("import sys\nsys.stdout.buffer.write(b'a\\xff\\xfeb')\nprint('\\ud800')").await,
+    );
+    assert!(
+        result.stdout.starts_with("a\u{fffd}\u{fffd}b"),
+        "{:?}",
+        result.stdout
+    );
 }
 
 #[tokio::test]
 async fn many_executions_at_once_all_complete_with_their_own_output() {
     let mut handles = Vec::new();
     for i in 0..24 {
-        handles.push(tokio::spawn(async move { (i, python(&format!("print({i})\n{i} * 2")).await) }));
+        handles.push(tokio::spawn(async move {
+            (i, python(&format!("print({i})\n{i} * 2")).await)
+        }));
     }
     for handle in handles {
         let (i, result) = handle.await.unwrap();
@@ -176,4 +217,39 @@ async fn many_executions_at_once_all_complete_with_their_own_output() {
         assert_eq!(result.stdout, format!("{i}\n"));
         assert_eq!(result.result, json!(i * 2));
     }
+}
+
+#[tokio::test]
+async fn queues_async_generators_wait_for_and_task_groups_work() {
+    let tools = tools(json!([static_tool("weather", json!({"temp_c": 21}))]));
+    let code = r#"
+import asyncio
+async def gen():
+    for i in range(3):
+        await asyncio.sleep(0)
+        yield i
+q = asyncio.Queue()
+async def producer():
+    for c in ["Paris", "Oslo"]:
+        await q.put(c)
+    await q.put(None)
+async def consumer():
+    out = []
+    while (c := await q.get()) is not None:
+        out.append((await weather(city=c))["temp_c"])
+    return out
+got = await asyncio.gather(producer(), consumer())
+agen = [x async for x in gen()]
+try:
+    await asyncio.wait_for(asyncio.sleep(5), timeout=0.05)
+    timed_out = False
+except asyncio.TimeoutError:
+    timed_out = True
+async with asyncio.TaskGroup() as tg:
+    a = tg.create_task(weather(city="A"))
+    b = tg.create_task(weather(city="B"))
+[got[1], agen, timed_out, a.result()["temp_c"] + b.result()["temp_c"]]
+"#;
+    let result = completed(python_with(code, tools).await);
+    assert_eq!(result.result, json!([[21, 21], [0, 1, 2], true, 42]));
 }

@@ -8,8 +8,15 @@ use crate::common::*;
 
 #[tokio::test]
 async fn variables_functions_and_imports_survive_between_executions() {
-    let session = sandbox().await.session(SessionSpec::new(Language::Python, no_tools()));
-    completed(session.execute("import math\ncounter = 1\ndef bump():\n    global counter\n    counter += 1").wait().await);
+    let session = sandbox()
+        .await
+        .session(SessionSpec::new(Language::Python, no_tools()));
+    completed(
+        session
+            .execute("import math\ncounter = 1\ndef bump():\n    global counter\n    counter += 1")
+            .wait()
+            .await,
+    );
     completed(session.execute("bump()\nbump()").wait().await);
     let result = completed(session.execute("[counter, math.pi > 3]").wait().await);
     assert_eq!(result.result, json!([3, true]));
@@ -18,9 +25,14 @@ async fn variables_functions_and_imports_survive_between_executions() {
 
 #[tokio::test]
 async fn an_exception_keeps_the_session_state() {
-    let session = sandbox().await.session(SessionSpec::new(Language::Python, no_tools()));
+    let session = sandbox()
+        .await
+        .session(SessionSpec::new(Language::Python, no_tools()));
     completed(session.execute("x = 41").wait().await);
-    let failed = session.execute("x += 1\nraise ValueError('boom')").wait().await;
+    let failed = session
+        .execute("x += 1\nraise ValueError('boom')")
+        .wait()
+        .await;
     assert_eq!(failed.status, ExecutionStatus::Error);
     let result = completed(session.execute("x").wait().await);
     assert_eq!(result.result, json!(42));
@@ -28,7 +40,10 @@ async fn an_exception_keeps_the_session_state() {
 
 #[tokio::test]
 async fn a_limit_resets_the_session_to_a_fresh_instance() {
-    let spec = SessionSpec::new(Language::Python, no_tools()).limits(Limits { cpu_ms: 100, ..Limits::default() });
+    let spec = SessionSpec::new(Language::Python, no_tools()).limits(Limits {
+        cpu_ms: 100,
+        ..Limits::default()
+    });
     let session = sandbox().await.session(spec);
     completed(session.execute("x = 1").wait().await);
     let stopped = session.execute("while True:\n    pass").wait().await;
@@ -39,7 +54,9 @@ async fn a_limit_resets_the_session_to_a_fresh_instance() {
 
 #[tokio::test]
 async fn executions_on_one_session_run_in_order() {
-    let session = sandbox().await.session(SessionSpec::new(Language::Python, no_tools()));
+    let session = sandbox()
+        .await
+        .session(SessionSpec::new(Language::Python, no_tools()));
     let first = session.execute("import time\ntime.sleep(0.05)\nlog = ['first']");
     let second = session.execute("log.append('second')\nlog");
     let (_, second) = tokio::join!(first.wait(), second.wait());

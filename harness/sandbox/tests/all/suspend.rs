@@ -16,8 +16,18 @@ use crate::common::*;
 async fn awaited_calls(execution: &mut Execution) -> Vec<(String, String, Value)> {
     let mut calls = Vec::new();
     loop {
-        match execution.next_event().await.expect("the execution suspends before ending") {
-            ExecutionEvent::ToolCall { id, name, input, locus: Locus::Client, caller } => {
+        match execution
+            .next_event()
+            .await
+            .expect("the execution suspends before ending")
+        {
+            ExecutionEvent::ToolCall {
+                id,
+                name,
+                input,
+                locus: Locus::Client,
+                caller,
+            } => {
                 assert_eq!(caller.execution_id, execution.id());
                 calls.push((id, name, input));
             }
@@ -33,7 +43,11 @@ async fn awaited_calls(execution: &mut Execution) -> Vec<(String, String, Value)
 }
 
 fn answer(call_id: &str, output: Value) -> ClientToolResult {
-    ClientToolResult { call_id: call_id.into(), output, is_error: false }
+    ClientToolResult {
+        call_id: call_id.into(),
+        output,
+        is_error: false,
+    }
 }
 
 #[tokio::test]
@@ -45,7 +59,9 @@ async fn suspends_and_resumes_several_times_in_one_execution() {
         let calls = awaited_calls(&mut execution).await;
         assert_eq!(calls.len(), 1);
         assert_eq!(calls[0].2, json!({"q": question}));
-        execution.submit_tool_results(vec![answer(&calls[0].0, reply)]).unwrap();
+        execution
+            .submit_tool_results(vec![answer(&calls[0].0, reply)])
+            .unwrap();
     }
     let result = completed(execution.wait().await);
     assert_eq!(result.result, json!("Ada is 36"));
@@ -54,13 +70,28 @@ async fn suspends_and_resumes_several_times_in_one_execution() {
 
 #[tokio::test]
 async fn gather_sends_one_batch_answered_in_several_requests_in_any_order() {
-    let tools = tools(json!([client_tool("lookup"), static_tool("local", json!("host"))]));
-    let code = "import asyncio\nawait asyncio.gather(lookup(k=1), local(), lookup(k=2), lookup(k=3))";
+    let tools = tools(json!([
+        client_tool("lookup"),
+        static_tool("local", json!("host"))
+    ]));
+    let code =
+        "import asyncio\nawait asyncio.gather(lookup(k=1), local(), lookup(k=2), lookup(k=3))";
     let mut execution = start(code, tools, Limits::default()).await;
     let calls = awaited_calls(&mut execution).await;
-    assert_eq!(calls.len(), 3, "the three client calls are one batch: {calls:?}");
-    execution.submit_tool_results(vec![answer(&calls[2].0, json!(30))]).unwrap();
-    execution.submit_tool_results(vec![answer(&calls[0].0, json!(10)), answer(&calls[1].0, json!(20))]).unwrap();
+    assert_eq!(
+        calls.len(),
+        3,
+        "the three client calls are one batch: {calls:?}"
+    );
+    execution
+        .submit_tool_results(vec![answer(&calls[2].0, json!(30))])
+        .unwrap();
+    execution
+        .submit_tool_results(vec![
+            answer(&calls[0].0, json!(10)),
+            answer(&calls[1].0, json!(20)),
+        ])
+        .unwrap();
     let result = completed(execution.wait().await);
     assert_eq!(result.result, json!([10, "host", 20, 30]));
 }
@@ -72,36 +103,67 @@ async fn client_errors_raise_tool_error_in_the_guest() {
     let mut execution = start(code, tools, Limits::default()).await;
     let calls = awaited_calls(&mut execution).await;
     execution
-        .submit_tool_results(vec![ClientToolResult { call_id: calls[0].0.clone(), output: json!("disk full"), is_error: true }])
+        .submit_tool_results(vec![ClientToolResult {
+            call_id: calls[0].0.clone(),
+            output: json!("disk full"),
+            is_error: true,
+        }])
         .unwrap();
     let result = completed(execution.wait().await);
     assert_eq!(result.result[0], json!("tool_failed"));
-    assert!(result.result[1].as_str().unwrap().contains("disk full"), "{result:#?}");
+    assert!(
+        result.result[1].as_str().unwrap().contains("disk full"),
+        "{result:#?}"
+    );
     assert!(result.tool_calls[0].is_error);
 }
 
 #[tokio::test]
 async fn unknown_duplicate_and_repeated_ids_are_rejected_without_delivering_anything() {
     let tools = tools(json!([client_tool("slow")]));
-    let mut execution = start("import asyncio\nawait asyncio.gather(slow(), slow())", tools, Limits::default()).await;
+    let mut execution = start(
+        "import asyncio\nawait asyncio.gather(slow(), slow())",
+        tools,
+        Limits::default(),
+    )
+    .await;
     let calls = awaited_calls(&mut execution).await;
     let (first, second) = (&calls[0].0, &calls[1].0);
-    let unknown = execution.submit_tool_results(vec![answer(first, json!(1)), answer("call_nope", json!(2))]);
-    assert!(matches!(unknown, Err(SubmitError::UnknownCall { .. })), "{unknown:?}");
-    let duplicate = execution.submit_tool_results(vec![answer(first, json!(1)), answer(first, json!(1))]);
-    assert!(matches!(duplicate, Err(SubmitError::Duplicate { .. })), "{duplicate:?}");
-    assert_eq!(execution.control().pending_tool_calls().len(), 2, "nothing was delivered");
-    execution.submit_tool_results(vec![answer(first, json!(1))]).unwrap();
+    let unknown =
+        execution.submit_tool_results(vec![answer(first, json!(1)), answer("call_nope", json!(2))]);
+    assert!(
+        matches!(unknown, Err(SubmitError::UnknownCall { .. })),
+        "{unknown:?}"
+    );
+    let duplicate =
+        execution.submit_tool_results(vec![answer(first, json!(1)), answer(first, json!(1))]);
+    assert!(
+        matches!(duplicate, Err(SubmitError::Duplicate { .. })),
+        "{duplicate:?}"
+    );
+    assert_eq!(
+        execution.control().pending_tool_calls().len(),
+        2,
+        "nothing was delivered"
+    );
+    execution
+        .submit_tool_results(vec![answer(first, json!(1))])
+        .unwrap();
     let again = execution.submit_tool_results(vec![answer(first, json!(1))]);
     assert!(again.is_err(), "an answered call cannot be answered twice");
-    execution.submit_tool_results(vec![answer(second, json!(2))]).unwrap();
+    execution
+        .submit_tool_results(vec![answer(second, json!(2))])
+        .unwrap();
     assert_eq!(completed(execution.wait().await).result, json!([1, 2]));
 }
 
 #[tokio::test]
 async fn an_unanswered_call_times_out_with_a_clear_error_in_the_guest() {
     let tools = tools(json!([client_tool("never")]));
-    let limits = Limits { client_tool_timeout_ms: 150, ..Limits::default() };
+    let limits = Limits {
+        client_tool_timeout_ms: 150,
+        ..Limits::default()
+    };
     let code = "try:\n    await never()\nexcept ToolError as e:\n    r = [e.kind, str(e)]\nr";
     let result = completed(start(code, tools, limits).await.wait().await);
     assert_eq!(result.result[0], json!("timeout"), "{result:#?}");
@@ -110,12 +172,20 @@ async fn an_unanswered_call_times_out_with_a_clear_error_in_the_guest() {
 #[tokio::test]
 async fn waiting_for_a_client_does_not_count_against_the_wall_limit() {
     let tools = tools(json!([client_tool("human")]));
-    let limits = Limits { wall_ms: 300, ..Limits::default() };
+    let limits = Limits {
+        wall_ms: 300,
+        ..Limits::default()
+    };
     let mut execution = start("await human()", tools, limits).await;
     let calls = awaited_calls(&mut execution).await;
     tokio::time::sleep(Duration::from_millis(600)).await;
-    execution.submit_tool_results(vec![answer(&calls[0].0, json!("late but fine"))]).unwrap();
-    assert_eq!(completed(execution.wait().await).result, json!("late but fine"));
+    execution
+        .submit_tool_results(vec![answer(&calls[0].0, json!("late but fine"))])
+        .unwrap();
+    assert_eq!(
+        completed(execution.wait().await).result,
+        json!("late but fine")
+    );
 }
 
 #[tokio::test]
@@ -128,7 +198,9 @@ async fn ask_policy_waits_for_a_decision() {
     for decision in [Decision::Approve, Decision::Deny] {
         let approval = loop {
             match execution.next_event().await.expect("asks before ending") {
-                ExecutionEvent::ApprovalRequired { approval_id, tool, .. } => {
+                ExecutionEvent::ApprovalRequired {
+                    approval_id, tool, ..
+                } => {
                     assert_eq!(tool, "pay");
                     break approval_id;
                 }
@@ -138,5 +210,8 @@ async fn ask_policy_waits_for_a_decision() {
         };
         execution.decide(&approval, decision).unwrap();
     }
-    assert_eq!(completed(execution.wait().await).result, json!(["paid", "denied"]));
+    assert_eq!(
+        completed(execution.wait().await).result,
+        json!(["paid", "denied"])
+    );
 }

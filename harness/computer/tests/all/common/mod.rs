@@ -38,7 +38,9 @@ impl PageServer {
                 let h = h.clone();
                 tokio::spawn(async move {
                     let mut buf = vec![0u8; 8192];
-                    let Ok(n) = sock.read(&mut buf).await else { return };
+                    let Ok(n) = sock.read(&mut buf).await else {
+                        return;
+                    };
                     let req = String::from_utf8_lossy(&buf[..n]).to_string();
                     let line = req.lines().next().unwrap_or("").to_owned();
                     h.lock().unwrap().push(line.clone());
@@ -82,8 +84,14 @@ pub const TARGETS: &[(&str, u32, u32)] = &[
 ];
 pub const TARGET_SIZE: u32 = 8;
 
-fn route(path: &str, me: SocketAddr, other: Option<SocketAddr>) -> (&'static str, &'static str, String, String) {
-    let other = other.map(|o| o.to_string()).unwrap_or_else(|| "127.0.0.1:9".into());
+fn route(
+    path: &str,
+    me: SocketAddr,
+    other: Option<SocketAddr>,
+) -> (&'static str, &'static str, String, String) {
+    let other = other
+        .map(|o| o.to_string())
+        .unwrap_or_else(|| "127.0.0.1:9".into());
     let html = |body: String| ("200 OK", "text/html; charset=utf-8", body, String::new());
     match path {
         "/targets" => {
@@ -186,7 +194,12 @@ where
     }
 }
 
-pub fn session_opts(viewport: Size, dpr: f64, display: DisplaySpec, start: Option<String>) -> SessionOptions {
+pub fn session_opts(
+    viewport: Size,
+    dpr: f64,
+    display: DisplaySpec,
+    start: Option<String>,
+) -> SessionOptions {
     let mut o = SessionOptions::default();
     o.viewport = viewport;
     o.dpr = dpr;
@@ -197,7 +210,10 @@ pub fn session_opts(viewport: Size, dpr: f64, display: DisplaySpec, start: Optio
 
 pub fn allow(origins: &[&str]) -> OriginPolicy {
     OriginPolicy::new(
-        origins.iter().map(|o| OriginPattern::parse(o).unwrap()).collect(),
+        origins
+            .iter()
+            .map(|o| OriginPattern::parse(o).unwrap())
+            .collect(),
         vec![],
     )
 }
@@ -208,18 +224,30 @@ pub fn engine(rules: Rules) -> EngineOptions {
     e
 }
 
-pub async fn computer(browser: &Browser, opts: SessionOptions, rules: Rules) -> Computer<BrowserSession> {
+pub async fn computer(
+    browser: &Browser,
+    opts: SessionOptions,
+    rules: Rules,
+) -> Computer<BrowserSession> {
     let s = browser.new_session(opts).await.unwrap();
     Computer::new(s, engine(rules))
 }
 
 /// One step from a vendor-shaped JSON value.
-pub async fn step(c: &mut Computer<BrowserSession>, vendor: Vendor, v: serde_json::Value) -> StepReport {
+pub async fn step(
+    c: &mut Computer<BrowserSession>,
+    vendor: Vendor,
+    v: serde_json::Value,
+) -> StepReport {
     let call: ComputerCall = decode(vendor, &v).unwrap();
     c.step(call, Some(&v)).await.unwrap()
 }
 
-pub async fn ok_step(c: &mut Computer<BrowserSession>, vendor: Vendor, v: serde_json::Value) -> StepReport {
+pub async fn ok_step(
+    c: &mut Computer<BrowserSession>,
+    vendor: Vendor,
+    v: serde_json::Value,
+) -> StepReport {
     let r = step(c, vendor, v.clone()).await;
     assert_eq!(r.status, Status::Ok, "{v}: {:?}", r.error);
     r

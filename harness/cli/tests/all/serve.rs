@@ -1,0 +1,185 @@
+//! `cordon serve` and `cordon mcp` driven by real clients: the scripts in `tests/e2e`
+//! use `httpx` and the official MCP Python SDK (`tests/requirements.txt`, installed by
+//! `tests/bootstrap.sh`). Each test starts and stops its own server on 127.0.0.1.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Upper bound for one client script; a hang fails the test instead of blocking CI.
+const SCRIPT_TIMEOUT: Duration = Duration::from_secs(300);
+
+fn e2e(script: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/e2e")
+        .join(script)
+}
+
+/// A `cordon` server process, killed when dropped.
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    /// Starts `cordon <args>` and waits for its "listening on http://…" line.
+    fn start(args: &[&str]) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_cordon"))
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the binary runs");
+        let stderr = child.stderr.take().expect("stderr is piped");
+        let (tx, rx) = std::sync::mpsc::channel();
+        // Keep draining stderr so the server never blocks on a full pipe.
+        std::thread::spawn(move || {
+            let mut sent = false;
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                eprintln!("[server] {line}");
+                if !sent && let Some(at) = line.find("http://") {
+                    let url = line[at..]
+                        .split_whitespace()
+                        .next()
+                        .unwrap_or("")
+                        .to_owned();
+                    let _ = tx.send(url.trim_end_matches("/mcp").to_owned());
+                    sent = true;
+                }
+            }
+        });
+        let url = rx
+            .recv_timeout(Duration::from_secs(120))
+            .expect("the server printed its address");
+        Server { child, url }
+    }
+
+    fn serve(db: &Path, extra: &[&str]) -> Server {
+        let mut args = vec![
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--db",
+            db.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        Server::start(&args)
+    }
+
+    /// `kill -9`: no chance to clean up.
+    fn kill_9(mut self) {
+        self.child.kill().expect("SIGKILL is delivered");
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs a client script to completion (bounded), failing the test with its output.
+fn python(script: &str, args: &[&str]) {
+    let mut child = Command::new("python3")
+        .arg(e2e(script))
+        .args(args)
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("python3 runs (tests/bootstrap.sh installs the clients)");
+    let deadline = Instant::now() + SCRIPT_TIMEOUT;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(status.success(), "{script} {args:?} failed: {status}");
+            return;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("{script} {args:?} did not finish within {SCRIPT_TIMEOUT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn http_scenario(name: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::serve(&dir.path().join("cordon.db"), &[]);
+    python("http_api.py", &[name, &server.url]);
+}
+
+#[test]
+fn http_api_runs_python_and_javascript_with_httpx() {
+    http_scenario("basics");
+}
+
+#[test]
+fn http_api_errors_are_json_with_type_and_message() {
+    http_scenario("errors");
+}
+
+#[test]
+fn http_api_client_tool_round_trip_suspends_and_resumes() {
+    http_scenario("client_tool");
+}
+
+#[test]
+fn http_api_sse_resumes_with_last_event_id_without_loss_or_duplicates() {
+    http_scenario("resume");
+}
+
+#[test]
+fn http_api_approval_round_trip() {
+    http_scenario("approval");
+}
+
+#[test]
+fn http_api_requires_the_bearer_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::serve(&dir.path().join("cordon.db"), &["--token", "s3cret"]);
+    python("http_api.py", &["auth", &server.url, "s3cret"]);
+}
+
+#[test]
+fn http_api_history_survives_kill_9_and_live_executions_expire() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("cordon.db");
+    let state = dir.path().join("state.json");
+    let state = state.to_str().unwrap();
+    let server = Server::serve(&db, &[]);
+    python("http_api.py", &["before_kill", &server.url, state]);
+    server.kill_9();
+    let server = Server::serve(&db, &[]);
+    python("http_api.py", &["after_restart", &server.url, state]);
+}
+
+const MCP_TOOLS: &str = r#"{"tools": [
+  {"name": "get_weather", "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}},
+   "handler": {"kind": "static", "result": {"temp_c": 21}}},
+  {"name": "transfer", "policy": "ask", "handler": {"kind": "static", "result": {"ok": true}}}
+]}"#;
+
+#[test]
+fn mcp_stdio_with_the_official_python_sdk() {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = dir.path().join("tools.json");
+    std::fs::write(&tools, MCP_TOOLS).unwrap();
+    python(
+        "mcp_client.py",
+        &[
+            "stdio",
+            env!("CARGO_BIN_EXE_cordon"),
+            tools.to_str().unwrap(),
+        ],
+    );
+}
+
+#[test]
+fn mcp_streamable_http_with_the_official_python_sdk() {
+    let server = Server::start(&["mcp", "--http", "127.0.0.1:0"]);
+    let url = format!("{}/mcp", server.url);
+    python("mcp_client.py", &["http", &url]);
+}

@@ -1,0 +1,935 @@
+//! The HTTP + SSE API (`cordon serve`): routes, request parsing, authentication, event
+//! streams and the OpenAPI document. The contract is `docs/http-api.md`.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::convert::Infallible;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, FromRequest, Path, Query, Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
+use axum::middleware::{self, Next};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use cordon_core::SubmitError;
+use cordon_protocol::execution::ExecutionEvent;
+use cordon_protocol::tool::Locus;
+use cordon_sandbox::Sandbox;
+use futures::Stream;
+use serde::de::DeserializeOwned;
+use utoipa::OpenApi;
+
+use crate::api::{
+    ApprovalDecided, CreateExecution, CreateSandbox, DecideApproval, ErrorBody, ExecutionCreated,
+    ExecutionInfo, ExecutionState, LoggedEvent, PendingApproval, PendingToolCall, SandboxCreated,
+    SandboxInfo, ToolResults, ToolResultsAccepted,
+};
+use crate::error::ApiError;
+use crate::hub::{DEFAULT_TTL, Hub, MAX_TTL};
+use crate::store::{EventRow, Store, StoreError};
+
+/// Largest request body accepted by default (tool results may carry up to the default
+/// `max_payload_bytes` of 1 MiB each, several per request).
+pub const DEFAULT_MAX_BODY_BYTES: usize = 8 << 20;
+/// Events read from the store per query while streaming.
+const EVENT_PAGE: usize = 256;
+/// How long `DELETE /v1/executions/{id}` waits for a cancelled execution to stop.
+const CANCEL_WAIT: Duration = Duration::from_secs(10);
+
+/// Options of the HTTP API.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct HttpOptions {
+    /// When set, every request needs `Authorization: Bearer <token>`.
+    pub token: Option<String>,
+    /// Largest request body, in bytes; larger ones get `413 payload_too_large`.
+    pub max_body_bytes: usize,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            token: None,
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+        }
+    }
+}
+
+impl HttpOptions {
+    /// Sets [`Self::token`].
+    pub fn token(mut self, token: Option<String>) -> Self {
+        self.token = token;
+        self
+    }
+
+    /// Sets [`Self::max_body_bytes`].
+    pub fn max_body_bytes(mut self, bytes: usize) -> Self {
+        self.max_body_bytes = bytes;
+        self
+    }
+}
+
+/// The HTTP API over a sandbox and a store.
+pub struct HttpApi {
+    hub: Arc<Hub>,
+    options: HttpOptions,
+    expired_on_start: usize,
+}
+
+impl std::fmt::Debug for HttpApi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpApi")
+            .field("options", &self.options.max_body_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+type AppState = Arc<App>;
+
+struct App {
+    hub: Arc<Hub>,
+    token: Option<String>,
+}
+
+impl HttpApi {
+    /// Builds the API. Whatever was live in `store` when its last server stopped is
+    /// marked `expired` first (see [`Store::recover`]). Must be called within a tokio
+    /// runtime (it starts the task that expires idle sandboxes).
+    pub fn new(sandbox: Sandbox, store: Store, options: HttpOptions) -> Result<Self, StoreError> {
+        let expired_on_start = store.recover(
+            "the server stopped before this execution ended (its process exited or was killed); \
+             run it again",
+        )?;
+        let hub = Hub::new(sandbox, Arc::new(store));
+        hub.spawn_reaper();
+        Ok(HttpApi {
+            hub,
+            options,
+            expired_on_start,
+        })
+    }
+
+    /// Executions found running in the store at start, now `expired`.
+    pub fn expired_on_start(&self) -> usize {
+        self.expired_on_start
+    }
+
+    /// The routes, ready for [`axum::serve`].
+    pub fn router(&self) -> Router {
+        let app = Arc::new(App {
+            hub: self.hub.clone(),
+            token: self.options.token.clone(),
+        });
+        Router::new()
+            .route("/openapi.json", get(openapi))
+            .route("/v1/health", get(health))
+            .route("/v1/sandboxes", post(create_sandbox))
+            .route(
+                "/v1/sandboxes/{id}",
+                get(get_sandbox).delete(delete_sandbox),
+            )
+            .route("/v1/sandboxes/{id}/executions", post(create_execution))
+            .route(
+                "/v1/executions/{id}",
+                get(get_execution).delete(delete_execution),
+            )
+            .route("/v1/executions/{id}/events", get(execution_events))
+            .route("/v1/executions/{id}/tool_results", post(post_tool_results))
+            .route("/v1/executions/{id}/cancel", post(cancel_execution))
+            .route("/v1/approvals/{id}", post(decide_approval))
+            .fallback(route_not_found)
+            .method_not_allowed_fallback(method_not_allowed)
+            .layer(middleware::from_fn_with_state(app.clone(), authenticate))
+            .layer(DefaultBodyLimit::max(self.options.max_body_bytes))
+            .with_state(app)
+    }
+
+    /// Serves on `listener` until `shutdown` resolves.
+    pub async fn serve(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        use axum::serve::ListenerExt;
+        // Without TCP_NODELAY, the small writes of an SSE stream wait for the peer's
+        // delayed ACK (Nagle): 40 ms per event on Linux.
+        let listener = listener.tap_io(|stream| {
+            let _ = stream.set_nodelay(true);
+        });
+        axum::serve(listener, self.router())
+            .with_graceful_shutdown(shutdown)
+            .await
+    }
+}
+
+/// The OpenAPI document of this API.
+#[derive(Debug, OpenApi)]
+#[openapi(
+    info(
+        title = "Cordon HTTP API",
+        description = "Run model-written Python and JavaScript in WebAssembly sandboxes; stream \
+                       events over SSE; answer client tool calls and approvals."
+    ),
+    paths(
+        create_sandbox, get_sandbox, delete_sandbox, create_execution, get_execution,
+        delete_execution, execution_events, post_tool_results, cancel_execution, decide_approval
+    ),
+    components(schemas(ErrorBody, ExecutionEvent, LoggedEvent)),
+    modifiers(&BearerAuth)
+)]
+pub struct ApiDoc;
+
+struct BearerAuth;
+
+impl utoipa::Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}
+
+async fn openapi() -> Json<utoipa::openapi::OpenApi> {
+    Json(ApiDoc::openapi())
+}
+
+async fn health() -> Json<serde_json::Value> {
+    Json(serde_json::json!({"status": "ok", "version": env!("CARGO_PKG_VERSION")}))
+}
+
+async fn authenticate(State(app): State<AppState>, request: Request, next: Next) -> Response {
+    let Some(token) = &app.token else {
+        return next.run(request).await;
+    };
+    let presented = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "));
+    match presented {
+        Some(presented) if constant_time_eq(presented.as_bytes(), token.as_bytes()) => {
+            next.run(request).await
+        }
+        Some(_) => ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "the bearer token is wrong",
+        )
+        .into_response(),
+        None => {
+            let mut response = ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "this server needs `Authorization: Bearer <token>` (the --token it was started with)",
+            )
+            .into_response();
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            response
+        }
+    }
+}
+
+/// Compares without stopping at the first difference, so response timing does not reveal
+/// how much of a guessed token was right.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+async fn route_not_found(method: Method, uri: Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "route_not_found",
+        format!("no route for {method} {}; see /openapi.json", uri.path()),
+    )
+}
+
+async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        format!("{method} is not allowed on {}", uri.path()),
+    )
+}
+
+/// A JSON body, with every way it can be wrong answered as an [`ApiError`]: wrong content
+/// type (415), too large (413), not JSON (400), wrong shape (422, with the path).
+struct ApiJson<T>(T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
+        let content_type = request
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or("")
+            .to_owned();
+        let mime = content_type
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        if mime != "application/json"
+            && !(mime.starts_with("application/") && mime.ends_with("+json"))
+        {
+            return Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+                if content_type.is_empty() {
+                    "the body must be JSON with `Content-Type: application/json`".to_owned()
+                } else {
+                    format!(
+                        "the body must be JSON (`Content-Type: application/json`), not {content_type:?}"
+                    )
+                },
+            ));
+        }
+        let bytes = Bytes::from_request(request, state)
+            .await
+            .map_err(body_rejection)?;
+        let mut deserializer = serde_json::Deserializer::from_slice(&bytes);
+        let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+            let path = error.path().to_string();
+            json_error(error.into_inner(), &path)
+        })?;
+        // Trailing bytes after the value make the body invalid JSON as a whole.
+        deserializer.end().map_err(|error| json_error(error, "."))?;
+        Ok(ApiJson(value))
+    }
+}
+
+fn json_error(error: serde_json::Error, path: &str) -> ApiError {
+    if error.is_data() {
+        let at = if path == "." {
+            String::new()
+        } else {
+            format!("at {path}: ")
+        };
+        ApiError::invalid_request("invalid_request", format!("{at}{error}"))
+    } else {
+        ApiError::bad_request(
+            "invalid_json",
+            format!("the body is not valid JSON: {error}"),
+        )
+    }
+}
+
+fn body_rejection(rejection: BytesRejection) -> ApiError {
+    if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            "the request body is larger than this server accepts (--max-body-bytes)",
+        )
+    } else {
+        ApiError::bad_request("invalid_body", rejection.body_text())
+    }
+}
+
+/// Formats Unix milliseconds as RFC 3339 UTC (`2026-11-22T03:40:00.000Z`).
+pub(crate) fn rfc3339(unix_ms: u64) -> String {
+    let secs = unix_ms / 1000;
+    let millis = unix_ms % 1000;
+    let days = i64::try_from(secs / 86_400).unwrap_or(0);
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Creates a sandbox.
+#[utoipa::path(
+    post, path = "/v1/sandboxes", request_body = CreateSandbox,
+    responses(
+        (status = 201, description = "Created", body = SandboxCreated),
+        (status = 400, description = "Not JSON", body = ErrorBody),
+        (status = 415, description = "Not `application/json`", body = ErrorBody),
+        (status = 422, description = "Bad fields or tool declarations", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+async fn create_sandbox(
+    State(app): State<AppState>,
+    ApiJson(body): ApiJson<CreateSandbox>,
+) -> Result<Response, ApiError> {
+    let ttl = match body.ttl_seconds {
+        None => DEFAULT_TTL,
+        Some(0) => {
+            return Err(ApiError::invalid_request(
+                "invalid_request",
+                "ttl_seconds must be at least 1",
+            ));
+        }
+        Some(seconds) if Duration::from_secs(seconds) > MAX_TTL => {
+            return Err(ApiError::invalid_request(
+                "invalid_request",
+                format!("ttl_seconds must be at most {}", MAX_TTL.as_secs()),
+            ));
+        }
+        Some(seconds) => Duration::from_secs(seconds),
+    };
+    let (id, expires_ms) =
+        app.hub
+            .create_sandbox(body.language, body.tools, body.limits, body.stateful, ttl)?;
+    let location = format!("/v1/sandboxes/{id}");
+    let body = SandboxCreated {
+        id,
+        expires_at: rfc3339(expires_ms),
+    };
+    Ok(created(location, body))
+}
+
+fn created(location: String, body: impl serde::Serialize) -> Response {
+    let mut response = (StatusCode::CREATED, Json(body)).into_response();
+    if let Ok(value) = HeaderValue::from_str(&location) {
+        response.headers_mut().insert(header::LOCATION, value);
+    }
+    response
+}
+
+/// Describes a sandbox.
+#[utoipa::path(
+    get, path = "/v1/sandboxes/{id}",
+    params(("id" = String, Path, description = "Sandbox id")),
+    responses(
+        (status = 200, description = "The sandbox", body = SandboxInfo),
+        (status = 404, description = "Unknown or deleted", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+async fn get_sandbox(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<SandboxInfo>, ApiError> {
+    let row = match app.hub.store.sandbox(&id)? {
+        Some(row) if row.state != "deleted" => row,
+        _ => return Err(ApiError::not_found("sandbox", &id)),
+    };
+    let expires_ms = app.hub.expires_ms(&id).unwrap_or(row.expires_ms);
+    Ok(Json(SandboxInfo {
+        id: row.id,
+        language: row.language,
+        stateful: row.stateful,
+        limits: row.limits,
+        tools: row.tools.into_iter().map(|tool| tool.name).collect(),
+        expires_at: rfc3339(expires_ms),
+        state: row.state,
+        reason: row.reason,
+    }))
+}
+
+/// Deletes a sandbox: cancels its running executions and frees its instance.
+#[utoipa::path(
+    delete, path = "/v1/sandboxes/{id}",
+    params(("id" = String, Path, description = "Sandbox id")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 404, description = "Unknown or already deleted", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+async fn delete_sandbox(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    app.hub.delete_sandbox(&id)?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+fn wants_event_stream(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .any(|value| value.to_ascii_lowercase().contains("text/event-stream"))
+}
+
+/// Starts an execution. With `Accept: text/event-stream` the response is its event stream.
+#[utoipa::path(
+    post, path = "/v1/sandboxes/{id}/executions", request_body = CreateExecution,
+    params(("id" = String, Path, description = "Sandbox id")),
+    responses(
+        (status = 201, description = "Started", body = ExecutionCreated),
+        (status = 200, description = "Started; the body is the SSE event stream (with `Accept: text/event-stream`)", content_type = "text/event-stream"),
+        (status = 404, description = "Unknown sandbox", body = ErrorBody),
+        (status = 410, description = "The sandbox expired", body = ErrorBody),
+        (status = 422, description = "Bad fields", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+async fn create_execution(
+    State(app): State<AppState>,
+    Path(sandbox_id): Path<String>,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<CreateExecution>,
+) -> Result<Response, ApiError> {
+    let id = app.hub.start_execution(&sandbox_id, body.code)?;
+    let location = format!("/v1/executions/{id}");
+    if wants_event_stream(&headers) {
+        let mut response = sse(app.hub.clone(), id.clone(), 0).into_response();
+        if let Ok(value) = HeaderValue::from_str(&location) {
+            response.headers_mut().insert(header::LOCATION, value);
+        }
+        if let Ok(value) = HeaderValue::from_str(&id) {
+            response.headers_mut().insert("cordon-execution-id", value);
+        }
+        return Ok(response);
+    }
+    Ok(created(location, ExecutionCreated { id }))
+}
+
+fn parse_after(query: &HashMap<String, String>) -> Result<u64, ApiError> {
+    match query.get("after") {
+        None => Ok(0),
+        Some(text) => text.parse().map_err(|_| {
+            ApiError::bad_request(
+                "invalid_query",
+                format!("`after` must be a non-negative integer (an event seq), not {text:?}"),
+            )
+        }),
+    }
+}
+
+fn query_map(
+    query: Result<Query<HashMap<String, String>>, axum::extract::rejection::QueryRejection>,
+) -> Result<HashMap<String, String>, ApiError> {
+    query
+        .map(|Query(map)| map)
+        .map_err(|rejection| ApiError::bad_request("invalid_query", rejection.body_text()))
+}
+
+/// The event stream of an execution, from the start or after `Last-Event-ID` / `?after=`.
+#[utoipa::path(
+    get, path = "/v1/executions/{id}/events",
+    params(
+        ("id" = String, Path, description = "Execution id"),
+        ("after" = Option<u64>, Query, description = "Send events with a larger seq only"),
+        ("Last-Event-ID" = Option<u64>, Header, description = "Resume after this seq (wins over `after`)"),
+    ),
+    responses(
+        (status = 200, description = "SSE: `event: <type>`, `id: <seq>`, `data: <event JSON>`; ends after `execution.completed`", content_type = "text/event-stream"),
+        (status = 404, description = "Unknown execution", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+async fn execution_events(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    query: Result<Query<HashMap<String, String>>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError> {
+    let mut after = parse_after(&query_map(query)?)?;
+    if let Some(value) = headers.get("last-event-id") {
+        let text = value.to_str().unwrap_or("").trim();
+        after = text.parse().map_err(|_| {
+            ApiError::bad_request(
+                "invalid_last_event_id",
+                format!("Last-Event-ID must be an event seq (an integer), not {text:?}"),
+            )
+        })?;
+    }
+    if app.hub.store.execution(&id)?.is_none() {
+        return Err(ApiError::not_found("execution", &id));
+    }
+    Ok(sse(app.hub.clone(), id, after).into_response())
+}
+
+fn sse(
+    hub: Arc<Hub>,
+    id: String,
+    after: u64,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    let cursor = Cursor {
+        hub,
+        id,
+        after,
+        buffered: VecDeque::new(),
+        finished: false,
+    };
+    let stream = futures::stream::unfold(cursor, |mut cursor| async move {
+        let row = cursor.next().await?;
+        let event = Event::default()
+            .event(row.event_type)
+            .id(row.seq.to_string())
+            .data(row.data);
+        Some((Ok(event), cursor))
+    });
+    Sse::new(stream).keep_alive(KeepAlive::default())
+}
+
+/// Reads an execution's log from the store, waiting for new events while it runs.
+struct Cursor {
+    hub: Arc<Hub>,
+    id: String,
+    after: u64,
+    buffered: VecDeque<EventRow>,
+    finished: bool,
+}
+
+impl Cursor {
+    async fn next(&mut self) -> Option<EventRow> {
+        loop {
+            if let Some(row) = self.buffered.pop_front() {
+                self.after = row.seq;
+                self.finished = row.event_type == "execution.completed";
+                return Some(row);
+            }
+            if self.finished {
+                return None;
+            }
+            // Subscribe before reading: an event stored after the read changes the
+            // receiver, so it cannot slip between the read and the wait.
+            let receiver = self.hub.subscribe(&self.id);
+            let rows = self.read()?;
+            if !rows.is_empty() {
+                self.buffered.extend(rows);
+                continue;
+            }
+            match receiver {
+                Some(mut receiver) => {
+                    if receiver.changed().await.is_err() {
+                        // The execution ended; everything it logged is stored.
+                        let rows = self.read()?;
+                        if rows.is_empty() {
+                            return None;
+                        }
+                        self.buffered.extend(rows);
+                    }
+                }
+                None => {
+                    // Not running: its log is complete (recovery appends the end of
+                    // executions that were cut off), unless its row is newer than its
+                    // live entry (a few microseconds at creation).
+                    let running = matches!(
+                        self.hub.store.execution(&self.id),
+                        Ok(Some(row)) if row.status == crate::store::RUNNING
+                    );
+                    if !running {
+                        let rows = self.read()?;
+                        if rows.is_empty() {
+                            return None;
+                        }
+                        self.buffered.extend(rows);
+                    } else {
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                }
+            }
+        }
+    }
+
+    fn read(&self) -> Option<Vec<EventRow>> {
+        match self
+            .hub
+            .store
+            .events_after(&self.id, self.after, EVENT_PAGE)
+        {
+            Ok(rows) => Some(rows),
+            Err(error) => {
+                eprintln!("cordon serve: reading events of {}: {error}", self.id);
+                None
+            }
+        }
+    }
+}
+
+/// An execution: status, what it waits for, its events and its result.
+#[utoipa::path(
+    get, path = "/v1/executions/{id}",
+    params(
+        ("id" = String, Path, description = "Execution id"),
+        ("after" = Option<u64>, Query, description = "List events with a larger seq only"),
+    ),
+    responses(
+        (status = 200, description = "The execution", body = ExecutionInfo),
+        (status = 404, description = "Unknown execution", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+async fn get_execution(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+    query: Result<Query<HashMap<String, String>>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<ExecutionInfo>, ApiError> {
+    let after = parse_after(&query_map(query)?)?;
+    let store = &app.hub.store;
+    let Some(row) = store.execution(&id)? else {
+        return Err(ApiError::not_found("execution", &id));
+    };
+    let status = ExecutionState::parse(&row.status);
+    let rows = store.events_after(&id, 0, usize::MAX)?;
+    let mut events = Vec::with_capacity(rows.len());
+    let mut calls: Vec<PendingToolCall> = Vec::new();
+    let mut answered: HashSet<String> = HashSet::new();
+    for row in rows {
+        let event: ExecutionEvent = serde_json::from_str(&row.data).map_err(StoreError::from)?;
+        match &event {
+            ExecutionEvent::ToolCall {
+                id,
+                name,
+                input,
+                locus: Locus::Client,
+                ..
+            } => calls.push(PendingToolCall {
+                id: id.clone(),
+                name: name.clone(),
+                input: input.clone(),
+                locus: Locus::Client,
+            }),
+            ExecutionEvent::ToolResult { id, .. } => {
+                answered.insert(id.clone());
+            }
+            _ => {}
+        }
+        if row.seq > after {
+            events.push(LoggedEvent {
+                seq: row.seq,
+                event,
+            });
+        }
+    }
+    let running = status == ExecutionState::Running;
+    let pending_tool_calls = if running {
+        // The log says which calls were announced and not yet finished; the live broker
+        // says which of those still accept a result (a result posted a moment ago is
+        // delivered before its `tool.result` is logged).
+        let waiting: HashSet<String> = app
+            .hub
+            .live_execution(&id)
+            .map(|live| live.control.pending_tool_calls().into_iter().collect())
+            .unwrap_or_default();
+        calls
+            .into_iter()
+            .filter(|call| !answered.contains(&call.id) && waiting.contains(&call.id))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let pending_approvals = if running {
+        store
+            .pending_approvals(&id)?
+            .into_iter()
+            .map(|approval| PendingApproval {
+                approval_id: approval.id,
+                call_id: approval.call_id,
+                tool: approval.tool,
+                input: approval.input,
+                reason: approval.reason,
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Ok(Json(ExecutionInfo {
+        id: row.id,
+        sandbox_id: row.sandbox_id,
+        language: row.language,
+        status,
+        pending_tool_calls,
+        pending_approvals,
+        events,
+        result: row.result,
+    }))
+}
+
+/// Results for pending client tool calls; the execution resumes when its batch is complete.
+#[utoipa::path(
+    post, path = "/v1/executions/{id}/tool_results", request_body = ToolResults,
+    params(("id" = String, Path, description = "Execution id")),
+    responses(
+        (status = 200, description = "Delivered", body = ToolResultsAccepted),
+        (status = 404, description = "Unknown execution, or a call id that was never pending (`unknown_call`)", body = ErrorBody),
+        (status = 409, description = "The execution ended, or a call was already answered or expired", body = ErrorBody),
+        (status = 422, description = "Empty, or an id repeated within the request (`duplicate_call`)", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+async fn post_tool_results(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<ToolResults>,
+) -> Result<Json<ToolResultsAccepted>, ApiError> {
+    if body.results.is_empty() {
+        return Err(ApiError::invalid_request(
+            "invalid_request",
+            "`results` is empty; send at least one {\"call_id\", \"output\", \"is_error\"}",
+        ));
+    }
+    let Some(execution) = app.hub.live_execution(&id) else {
+        return Err(not_running(&app, &id)?);
+    };
+    let accepted: Vec<String> = body.results.iter().map(|r| r.call_id.clone()).collect();
+    execution
+        .control
+        .submit_tool_results(body.results)
+        .map_err(|error| {
+            let message = format!("{error}; nothing in this request was delivered");
+            match error {
+                SubmitError::UnknownCall { .. } => {
+                    ApiError::new(StatusCode::NOT_FOUND, "unknown_call", message)
+                }
+                SubmitError::Duplicate { .. } => {
+                    ApiError::invalid_request("duplicate_call", message)
+                }
+                SubmitError::AlreadyAnswered { .. } => {
+                    ApiError::conflict("already_answered", message)
+                }
+                SubmitError::Expired { .. } => ApiError::conflict("call_expired", message),
+                _ => ApiError::conflict("tool_results_rejected", message),
+            }
+        })?;
+    Ok(Json(ToolResultsAccepted {
+        accepted,
+        pending: execution.control.pending_tool_calls(),
+    }))
+}
+
+/// The error for an execution that is not running: 409 if it ended, 404 if unknown.
+fn not_running(app: &App, id: &str) -> Result<ApiError, ApiError> {
+    Ok(match app.hub.store.execution(id)? {
+        Some(row) => ApiError::conflict(
+            "execution_finished",
+            format!(
+                "execution {id} has ended ({}); it takes no more input",
+                row.status
+            ),
+        ),
+        None => ApiError::not_found("execution", id),
+    })
+}
+
+/// Cancels a running execution; its history stays.
+#[utoipa::path(
+    post, path = "/v1/executions/{id}/cancel",
+    params(("id" = String, Path, description = "Execution id")),
+    responses(
+        (status = 202, description = "Cancelling; it ends `cancelled`", body = ExecutionCreated),
+        (status = 404, description = "Unknown execution", body = ErrorBody),
+        (status = 409, description = "It has already ended", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+async fn cancel_execution(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<(StatusCode, Json<ExecutionCreated>), ApiError> {
+    let Some(execution) = app.hub.live_execution(&id) else {
+        return Err(not_running(&app, &id)?);
+    };
+    execution.control.cancel();
+    Ok((StatusCode::ACCEPTED, Json(ExecutionCreated { id })))
+}
+
+/// Deletes an execution: cancels it if it runs, then removes its history.
+#[utoipa::path(
+    delete, path = "/v1/executions/{id}",
+    params(("id" = String, Path, description = "Execution id")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 404, description = "Unknown execution", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+async fn delete_execution(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    if let Some(execution) = app.hub.live_execution(&id) {
+        let receiver = app.hub.subscribe(&id);
+        execution.control.cancel();
+        drop(execution);
+        if let Some(mut receiver) = receiver {
+            // The sender goes away once the last event is stored.
+            let _ = tokio::time::timeout(CANCEL_WAIT, async {
+                while receiver.changed().await.is_ok() {}
+            })
+            .await;
+        }
+    }
+    if app.hub.store.delete_execution(&id)? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::not_found("execution", &id))
+    }
+}
+
+/// Approves or denies a call waiting on an `ask` policy.
+#[utoipa::path(
+    post, path = "/v1/approvals/{id}", request_body = DecideApproval,
+    params(("id" = String, Path, description = "Approval id (from `approval.required`)")),
+    responses(
+        (status = 200, description = "Decided; the call runs or fails with `denied`", body = ApprovalDecided),
+        (status = 404, description = "Unknown approval", body = ErrorBody),
+        (status = 409, description = "Already decided, or its execution ended", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+async fn decide_approval(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<DecideApproval>,
+) -> Result<Json<ApprovalDecided>, ApiError> {
+    let execution_id = app.hub.decide(&id, body.decision).await?;
+    Ok(Json(ApprovalDecided {
+        id,
+        execution_id,
+        decision: body.decision,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_formats_known_instants() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(1_795_318_841_123), "2026-11-22T03:40:41.123Z");
+        assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00.000Z");
+    }
+
+    #[test]
+    fn openapi_names_every_route() {
+        let doc = serde_json::to_value(ApiDoc::openapi()).unwrap_or_default();
+        for path in [
+            "/v1/sandboxes",
+            "/v1/sandboxes/{id}",
+            "/v1/sandboxes/{id}/executions",
+            "/v1/executions/{id}",
+            "/v1/executions/{id}/events",
+            "/v1/executions/{id}/tool_results",
+            "/v1/approvals/{id}",
+        ] {
+            assert!(doc["paths"].get(path).is_some(), "missing {path}");
+        }
+        assert!(doc["components"]["schemas"].get("ExecutionEvent").is_some());
+    }
+}

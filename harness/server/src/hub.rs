@@ -1,0 +1,398 @@
+//! The live side of the HTTP API: sandboxes with their tools and sessions, running
+//! executions with their controls, and the task ("pump") per execution that writes each
+//! event to the store before anyone can read it.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use cordon_core::{Dispatcher, ToolRegistry};
+use cordon_protocol::execution::{Decision, ExecutionEvent, Language, Limits};
+use cordon_protocol::tool::ToolDeclaration;
+use cordon_sandbox::{ExecutionControl, ExecutionRequest, Sandbox, Session, SessionSpec};
+use tokio::sync::watch;
+
+use crate::error::ApiError;
+use crate::store::{SandboxRow, Store, now_ms};
+
+/// Idle time after which a sandbox expires, unless its creator says otherwise.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(3600);
+/// Longest idle time a sandbox may ask for.
+pub const MAX_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
+/// How often expired sandboxes are looked for.
+const REAP_EVERY: Duration = Duration::from_secs(10);
+
+/// A sandbox that can run code now.
+pub(crate) struct LiveSandbox {
+    pub(crate) id: String,
+    pub(crate) language: Language,
+    dispatcher: Dispatcher,
+    limits: Limits,
+    session: Option<Session>,
+    ttl_ms: u64,
+    expires_ms: AtomicU64,
+    /// Executions started here that have not ended; a busy sandbox never expires.
+    running: AtomicUsize,
+}
+
+/// A running execution.
+pub(crate) struct LiveExecution {
+    pub(crate) sandbox_id: String,
+    pub(crate) control: ExecutionControl,
+    /// The last persisted seq. Readers subscribe, read the store, and wait for a change;
+    /// the sender is dropped when the execution has ended and its last event is stored.
+    persisted: watch::Sender<u64>,
+}
+
+#[derive(Default)]
+struct Live {
+    sandboxes: HashMap<String, Arc<LiveSandbox>>,
+    executions: HashMap<String, Arc<LiveExecution>>,
+    /// approval id → execution id, while the approval may still be decided.
+    approvals: HashMap<String, String>,
+}
+
+/// Shared state of the HTTP API.
+pub(crate) struct Hub {
+    pub(crate) sandbox: Sandbox,
+    pub(crate) store: Arc<Store>,
+    live: Mutex<Live>,
+}
+
+/// `prefix_` + 16 hex digits; unguessable (std's randomly keyed SipHash over a counter).
+pub(crate) fn fresh_id(prefix: &str) -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let keyed = std::hash::RandomState::new();
+    let hash = std::hash::BuildHasher::hash_one(&keyed, (count, std::process::id()));
+    format!("{prefix}_{hash:016x}")
+}
+
+impl Hub {
+    pub(crate) fn new(sandbox: Sandbox, store: Arc<Store>) -> Arc<Hub> {
+        Arc::new(Hub {
+            sandbox,
+            store,
+            live: Mutex::new(Live::default()),
+        })
+    }
+
+    fn live(&self) -> MutexGuard<'_, Live> {
+        // Every critical section is a few map operations; no invariant spans a panic.
+        self.live.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Expires idle sandboxes every few seconds, for as long as the hub lives.
+    pub(crate) fn spawn_reaper(self: &Arc<Self>) {
+        let hub = Arc::downgrade(self);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(REAP_EVERY).await;
+                let Some(hub) = hub.upgrade() else { return };
+                hub.reap(now_ms());
+            }
+        });
+    }
+
+    fn reap(&self, now: u64) {
+        let expired: Vec<String> = {
+            let mut live = self.live();
+            let ids: Vec<String> = live
+                .sandboxes
+                .values()
+                .filter(|sandbox| {
+                    sandbox.running.load(Ordering::SeqCst) == 0
+                        && sandbox.expires_ms.load(Ordering::SeqCst) <= now
+                })
+                .map(|sandbox| sandbox.id.clone())
+                .collect();
+            for id in &ids {
+                live.sandboxes.remove(id);
+            }
+            ids
+        };
+        for id in expired {
+            if let Err(error) = self.store.end_sandbox(&id, "expired", "unused for its ttl") {
+                eprintln!("cordon serve: could not record that sandbox {id} expired: {error}");
+            }
+        }
+    }
+
+    /// Creates a sandbox; returns its id and expiry (Unix ms).
+    pub(crate) fn create_sandbox(
+        &self,
+        language: Language,
+        tools: Vec<ToolDeclaration>,
+        limits: Limits,
+        stateful: bool,
+        ttl: Duration,
+    ) -> Result<(String, u64), ApiError> {
+        let registry = ToolRegistry::new(tools.clone())
+            .map_err(|error| ApiError::invalid_request("invalid_tools", error.to_string()))?;
+        let dispatcher = Dispatcher::new(Arc::new(registry));
+        let id = fresh_id("sbx");
+        let now = now_ms();
+        let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+        let expires_ms = now.saturating_add(ttl_ms);
+        let session = stateful.then(|| {
+            self.sandbox
+                .session(SessionSpec::new(language, dispatcher.clone()).limits(limits))
+        });
+        self.store.insert_sandbox(&SandboxRow {
+            id: id.clone(),
+            language,
+            tools,
+            limits,
+            stateful,
+            ttl_ms,
+            created_ms: now,
+            expires_ms,
+            state: "live".to_owned(),
+            reason: None,
+        })?;
+        let sandbox = Arc::new(LiveSandbox {
+            id: id.clone(),
+            language,
+            dispatcher,
+            limits,
+            session,
+            ttl_ms,
+            expires_ms: AtomicU64::new(expires_ms),
+            running: AtomicUsize::new(0),
+        });
+        self.live().sandboxes.insert(id.clone(), sandbox);
+        Ok((id, expires_ms))
+    }
+
+    /// The live sandbox, or the error that says why there is none.
+    pub(crate) fn live_sandbox(&self, id: &str) -> Result<Arc<LiveSandbox>, ApiError> {
+        if let Some(sandbox) = self.live().sandboxes.get(id) {
+            return Ok(sandbox.clone());
+        }
+        match self.store.sandbox(id)? {
+            Some(row) if row.state == "expired" => Err(ApiError::gone(
+                "sandbox_expired",
+                format!(
+                    "sandbox {id} has expired ({}); create a new one",
+                    row.reason.as_deref().unwrap_or("unknown reason")
+                ),
+            )),
+            _ => Err(ApiError::not_found("sandbox", id)),
+        }
+    }
+
+    /// Current expiry of a live sandbox.
+    pub(crate) fn expires_ms(&self, id: &str) -> Option<u64> {
+        self.live()
+            .sandboxes
+            .get(id)
+            .map(|sandbox| sandbox.expires_ms.load(Ordering::SeqCst))
+    }
+
+    /// Deletes a sandbox: cancels its running executions, frees its instance. Their
+    /// histories stay readable.
+    pub(crate) fn delete_sandbox(&self, id: &str) -> Result<(), ApiError> {
+        let (removed, executions) = {
+            let mut live = self.live();
+            let removed = live.sandboxes.remove(id);
+            let executions: Vec<ExecutionControl> = live
+                .executions
+                .values()
+                .filter(|execution| execution.sandbox_id == id)
+                .map(|execution| execution.control.clone())
+                .collect();
+            (removed, executions)
+        };
+        if removed.is_none() {
+            // Deleting an expired sandbox is fine; an unknown or deleted one is not found.
+            match self.store.sandbox(id)? {
+                Some(row) if row.state == "expired" => {}
+                _ => return Err(ApiError::not_found("sandbox", id)),
+            }
+        }
+        for control in executions {
+            control.cancel();
+        }
+        // Expired rows become deleted too, so a later GET says not found.
+        self.store.mark_sandbox_deleted(id)?;
+        Ok(())
+    }
+
+    /// Starts an execution in a live sandbox; returns its id once its row exists and its
+    /// events are being persisted.
+    pub(crate) fn start_execution(
+        self: &Arc<Self>,
+        sandbox_id: &str,
+        code: String,
+    ) -> Result<String, ApiError> {
+        let sandbox = self.live_sandbox(sandbox_id)?;
+        let id = fresh_id("exec");
+        self.store
+            .insert_execution(&id, sandbox_id, sandbox.language, &code)?;
+        let execution = match &sandbox.session {
+            Some(session) => session.execute_with_id(code, Some(id.clone())),
+            None => self.sandbox.execute(
+                ExecutionRequest::new(sandbox.language, code, sandbox.dispatcher.clone())
+                    .limits(sandbox.limits)
+                    .id(id.clone()),
+            ),
+        };
+        let (persisted, _) = watch::channel(0);
+        let live = Arc::new(LiveExecution {
+            sandbox_id: sandbox_id.to_owned(),
+            control: execution.control(),
+            persisted,
+        });
+        sandbox.running.fetch_add(1, Ordering::SeqCst);
+        sandbox
+            .expires_ms
+            .store(now_ms().saturating_add(sandbox.ttl_ms), Ordering::SeqCst);
+        self.live().executions.insert(id.clone(), live.clone());
+        let hub = self.clone();
+        let execution_id = id.clone();
+        tokio::spawn(async move {
+            let (mut events, control, result) = execution.into_parts();
+            let mut seq = 0;
+            let mut completed = false;
+            while let Some(event) = events.recv().await {
+                seq += 1;
+                completed |= hub.persist(&execution_id, &live, &control, seq, &event);
+                if completed {
+                    break;
+                }
+            }
+            if !completed {
+                // The event stream ended without `execution.completed` (it should not):
+                // log the result so readers still see an end.
+                let event = ExecutionEvent::Completed(result.await);
+                hub.persist(&execution_id, &live, &control, seq + 1, &event);
+            }
+            hub.finish_execution(&execution_id, &sandbox);
+        });
+        Ok(id)
+    }
+
+    /// Writes one event, then tells readers. Returns whether it was the last one.
+    fn persist(
+        &self,
+        execution_id: &str,
+        live: &LiveExecution,
+        control: &ExecutionControl,
+        seq: u64,
+        event: &ExecutionEvent,
+    ) -> bool {
+        if let ExecutionEvent::ApprovalRequired { approval_id, .. } = event {
+            // Registered before the event is visible, so a fast decision finds it.
+            self.live()
+                .approvals
+                .insert(approval_id.clone(), execution_id.to_owned());
+        }
+        if let Err(error) = self.store.append_event(execution_id, seq, event) {
+            // An event that cannot be stored cannot be shown: stop the execution rather
+            // than let clients see a log with a hole in it.
+            eprintln!("cordon serve: could not store event {seq} of {execution_id}: {error}");
+            control.cancel();
+            return false;
+        }
+        live.persisted.send_replace(seq);
+        matches!(event, ExecutionEvent::Completed(_))
+    }
+
+    fn finish_execution(&self, execution_id: &str, sandbox: &LiveSandbox) {
+        let mut live = self.live();
+        live.executions.remove(execution_id);
+        live.approvals
+            .retain(|_, execution| execution != execution_id);
+        sandbox.running.fetch_sub(1, Ordering::SeqCst);
+        sandbox
+            .expires_ms
+            .store(now_ms().saturating_add(sandbox.ttl_ms), Ordering::SeqCst);
+    }
+
+    /// The running execution, if it is running.
+    pub(crate) fn live_execution(&self, id: &str) -> Option<Arc<LiveExecution>> {
+        self.live().executions.get(id).cloned()
+    }
+
+    /// A receiver that changes whenever an event of `id` is stored; `None` when the
+    /// execution is not running (everything it will ever log is in the store).
+    pub(crate) fn subscribe(&self, id: &str) -> Option<watch::Receiver<u64>> {
+        self.live()
+            .executions
+            .get(id)
+            .map(|execution| execution.persisted.subscribe())
+    }
+
+    /// Decides a pending approval.
+    pub(crate) async fn decide(
+        &self,
+        approval_id: &str,
+        decision: Decision,
+    ) -> Result<String, ApiError> {
+        let execution_id = self.live().approvals.get(approval_id).cloned();
+        let Some(execution_id) = execution_id else {
+            return Err(match self.store.approval(approval_id)? {
+                Some(row) if row.status == "pending" || row.status == "expired" => {
+                    ApiError::conflict(
+                        "approval_expired",
+                        format!(
+                            "approval {approval_id} can no longer be decided: its execution {} has ended",
+                            row.execution_id
+                        ),
+                    )
+                }
+                Some(row) => ApiError::conflict(
+                    "approval_decided",
+                    format!(
+                        "approval {approval_id} was already decided ({})",
+                        row.status
+                    ),
+                ),
+                None => ApiError::not_found("approval", approval_id),
+            });
+        };
+        let Some(execution) = self.live_execution(&execution_id) else {
+            return Err(ApiError::conflict(
+                "approval_expired",
+                format!("approval {approval_id} can no longer be decided: its execution has ended"),
+            ));
+        };
+        // The dispatcher parks the request right after emitting `approval.required`; a
+        // client faster than that gets a few yields' grace.
+        let mut attempts = 0;
+        loop {
+            match execution.control.decide(approval_id, decision) {
+                Ok(()) => break,
+                Err(_) if attempts < 20 => {
+                    attempts += 1;
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                Err(_) => {
+                    return Err(match self.store.approval(approval_id)? {
+                        Some(row) if row.status != "pending" => ApiError::conflict(
+                            "approval_decided",
+                            format!(
+                                "approval {approval_id} was already decided ({})",
+                                row.status
+                            ),
+                        ),
+                        _ => ApiError::conflict(
+                            "approval_expired",
+                            format!(
+                                "approval {approval_id} is no longer waiting (it timed out or its call was cancelled)"
+                            ),
+                        ),
+                    });
+                }
+            }
+        }
+        let status = match decision {
+            Decision::Approve => "approved",
+            Decision::Deny => "denied",
+        };
+        self.store.decide_approval(approval_id, status)?;
+        self.live().approvals.remove(approval_id);
+        Ok(execution_id)
+    }
+}

@@ -1,0 +1,33 @@
+//! Cordon's servers: the two interfaces agent frameworks hand execution to.
+//!
+//! - [`http`]: the HTTP + SSE API (`cordon serve`) — sandboxes, executions whose events
+//!   stream over SSE and resume with `Last-Event-ID`, client tool results, approvals —
+//!   with every event persisted in a SQLite [`store`] before it is sent.
+//! - [`mcp`]: an MCP server (`cordon mcp`, stdio or Streamable HTTP) with an
+//!   `execute_code` tool.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use cordon_sandbox::{Sandbox, SandboxConfig};
+//! use cordon_server::http::{HttpApi, HttpOptions};
+//! use cordon_server::store::Store;
+//!
+//! let sandbox = Sandbox::new(SandboxConfig::default()).await?;
+//! let store = Store::open(std::path::Path::new("/tmp/cordon.db"))?;
+//! let api = HttpApi::new(sandbox, store, HttpOptions::default())?;
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:7420").await?;
+//! api.serve(listener, std::future::pending()).await?;
+//! # Ok(()) }
+//! ```
+
+pub mod api;
+pub mod error;
+pub mod http;
+mod hub;
+pub mod store;
+
+pub use error::ApiError;
+pub use http::{HttpApi, HttpOptions};
+pub use mcp::McpServer;
+pub use store::{Store, StoreError};
+pub mod mcp;

@@ -1,0 +1,633 @@
+//! The MCP server (`cordon mcp`): one tool, `execute_code`, over stdio or Streamable HTTP,
+//! built on the official Rust SDK (`rmcp`).
+//!
+//! Protocol versions: 2024-11-05, 2025-03-26, 2025-06-18 and 2025-11-25 (the `initialize`
+//! handshake era). 2026-07-28 is not offered: it forbids server-to-client requests, and
+//! approvals are elicitation requests sent while the tool call runs.
+//!
+//! - Guest exceptions and limits are tool results with `isError: true` (the model can
+//!   read and fix them); only malformed calls (unknown tool, bad arguments) are JSON-RPC
+//!   errors.
+//! - `notifications/cancelled` for a running call cancels the execution (at the next
+//!   epoch tick if the guest is running, at once if it waits).
+//! - With a `progressToken`, a progress notification goes out every second of the run.
+//! - Calls to tools with policy `ask` become a form elicitation when the client declared
+//!   the `elicitation` capability, and are refused (the guest gets a `ToolError`, and the
+//!   result says why) when it did not.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use cordon_core::broker::ApprovalRequest;
+use cordon_core::{Dispatcher, ToolRegistry};
+use cordon_protocol::execution::{
+    Decision, ExecutionEvent, ExecutionResult, ExecutionStatus, Language, Limits, ResultEncoding,
+};
+use cordon_protocol::tool::Locus;
+use cordon_sandbox::{ExecutionRequest, Sandbox, Session, SessionSpec};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
+    ElicitationAction, ElicitationSchema, Implementation, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{ElicitationMode, RequestContext};
+use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
+use serde_json::{Value, json};
+
+/// Sessions kept at once; the oldest is dropped beyond this (each holds an instance).
+pub const MAX_SESSIONS: usize = 64;
+/// Interval of progress notifications during a run.
+const PROGRESS_EVERY: Duration = Duration::from_secs(1);
+/// Longest a human may take to answer an approval elicitation.
+const ELICITATION_TIMEOUT: Duration = Duration::from_secs(300);
+/// Characters of stdout/stderr put into the text content (the whole output is in
+/// `structuredContent`).
+const TEXT_OUTPUT_CHARS: usize = 20_000;
+
+/// The protocol versions this server speaks.
+pub fn protocol_versions() -> &'static [ProtocolVersion] {
+    ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25)
+}
+
+/// A problem with the server's own configuration (not a guest's).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum McpSetupError {
+    /// A declared tool has a `client` handler: an MCP client cannot answer those.
+    #[error(
+        "tool `{0}` has a `client` handler, which an MCP client cannot answer; use `static`, \
+         `command` or `http` (client tools need the HTTP API, `cordon serve`)"
+    )]
+    ClientTool(String),
+}
+
+/// The MCP server. Cheap to clone: each Streamable HTTP session gets a clone, and all
+/// share the sandbox and the REPL sessions.
+#[derive(Clone)]
+pub struct McpServer {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    sandbox: Sandbox,
+    dispatcher: Dispatcher,
+    limits: Limits,
+    sessions: Mutex<SessionTable>,
+}
+
+#[derive(Default)]
+struct SessionTable {
+    by_id: HashMap<String, (Language, Session)>,
+    order: Vec<String>,
+}
+
+impl std::fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServer")
+            .field("limits", &self.inner.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpServer {
+    /// A server running code in `sandbox` with the tools of `registry` and `limits`.
+    pub fn new(
+        sandbox: Sandbox,
+        registry: ToolRegistry,
+        limits: Limits,
+    ) -> Result<Self, McpSetupError> {
+        if let Some(tool) = registry
+            .iter()
+            .find(|tool| tool.declaration.handler.locus() == Locus::Client)
+        {
+            return Err(McpSetupError::ClientTool(tool.name().to_owned()));
+        }
+        Ok(McpServer {
+            inner: Arc::new(Inner {
+                sandbox,
+                dispatcher: Dispatcher::new(Arc::new(registry)),
+                limits,
+                sessions: Mutex::new(SessionTable::default()),
+            }),
+        })
+    }
+
+    fn execute_code_tool(&self) -> Tool {
+        let names = self.inner.dispatcher.registry().names();
+        let tools = if names.is_empty() {
+            "No tools are declared.".to_owned()
+        } else {
+            format!(
+                "Tools callable from the code (as global async functions, e.g. `await {}(...)`): {}.",
+                names[0],
+                names.join(", ")
+            )
+        };
+        let description = format!(
+            "Run Python or JavaScript in an isolated WebAssembly sandbox (no files, network or \
+             environment) and return stdout, stderr and the value of the last expression. \
+             Pass `session_id` to keep variables between calls (a REPL). {tools}"
+        );
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "language": {
+                    "type": "string", "enum": ["python", "javascript"], "default": "python",
+                    "description": "Language of `code`."
+                },
+                "code": {"type": "string", "description": "The program. Its last expression is the result."},
+                "session_id": {
+                    "type": "string",
+                    "description": "Any id you choose: calls with the same id share variables and imports."
+                }
+            },
+            "required": ["code"],
+            "additionalProperties": false
+        });
+        let schema = match schema {
+            Value::Object(map) => map,
+            _ => serde_json::Map::new(),
+        };
+        Tool::new("execute_code", description, schema)
+    }
+
+    fn session(&self, id: &str, language: Language) -> Result<Session, String> {
+        let mut table = self
+            .inner
+            .sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some((existing, session)) = table.by_id.get(id) {
+            if *existing != language {
+                return Err(format!(
+                    "session {id:?} runs {}, not {}; use another session_id",
+                    existing.as_str(),
+                    language.as_str()
+                ));
+            }
+            return Ok(session.clone());
+        }
+        if table.order.len() >= MAX_SESSIONS {
+            let oldest = table.order.remove(0);
+            table.by_id.remove(&oldest);
+        }
+        let spec =
+            SessionSpec::new(language, self.inner.dispatcher.clone()).limits(self.inner.limits);
+        let session = self.inner.sandbox.session(spec);
+        table
+            .by_id
+            .insert(id.to_owned(), (language, session.clone()));
+        table.order.push(id.to_owned());
+        Ok(session)
+    }
+
+    async fn execute_code(
+        &self,
+        arguments: serde_json::Map<String, Value>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, McpError> {
+        let code = match arguments.get("code") {
+            Some(Value::String(code)) => code.clone(),
+            _ => {
+                return Err(McpError::invalid_params(
+                    "`code` (a string) is required",
+                    None,
+                ));
+            }
+        };
+        let language = match arguments.get("language") {
+            None | Some(Value::Null) => Language::Python,
+            Some(Value::String(name)) => Language::parse(name).ok_or_else(|| {
+                McpError::invalid_params(
+                    format!("unknown language {name:?}; use python or javascript"),
+                    None,
+                )
+            })?,
+            Some(_) => {
+                return Err(McpError::invalid_params(
+                    "`language` must be a string",
+                    None,
+                ));
+            }
+        };
+        if let Some(key) = arguments
+            .keys()
+            .find(|key| !matches!(key.as_str(), "code" | "language" | "session_id"))
+        {
+            return Err(McpError::invalid_params(
+                format!("unknown argument `{key}`; execute_code takes language, code, session_id"),
+                None,
+            ));
+        }
+        let approver = Arc::new(ElicitingApprover {
+            peer: context.peer.clone(),
+            elicitation: context
+                .peer
+                .supported_elicitation_modes()
+                .contains(&ElicitationMode::Form),
+            refused_unasked: AtomicBool::new(false),
+        });
+        // No approver on the request: `ask` calls park on the execution's own broker and
+        // are decided below (the same path for one-off runs and shared sessions, whose
+        // approver would otherwise be fixed when the session is made).
+        let execution = match arguments.get("session_id") {
+            None | Some(Value::Null) => self.inner.sandbox.execute(
+                ExecutionRequest::new(language, code, self.inner.dispatcher.clone())
+                    .limits(self.inner.limits),
+            ),
+            Some(Value::String(id)) => match self.session(id, language) {
+                Ok(session) => session.execute(code),
+                Err(message) => {
+                    return Ok(CallToolResult::error(vec![ContentBlock::text(message)]));
+                }
+            },
+            Some(_) => {
+                return Err(McpError::invalid_params(
+                    "`session_id` must be a string",
+                    None,
+                ));
+            }
+        };
+
+        let (mut events, control, done) = execution.into_parts();
+        let progress_token = context.meta.get_progress_token();
+        let started = Instant::now();
+        let mut ticker =
+            tokio::time::interval_at(tokio::time::Instant::now() + PROGRESS_EVERY, PROGRESS_EVERY);
+        let mut cancelled = false;
+        let mut output_bytes = 0usize;
+        let result = loop {
+            tokio::select! {
+                () = context.ct.cancelled(), if !cancelled => {
+                    cancelled = true;
+                    control.cancel();
+                }
+                event = events.recv() => match event {
+                    Some(ExecutionEvent::Completed(result)) => break result,
+                    Some(ExecutionEvent::OutputDelta { text, .. }) => output_bytes += text.len(),
+                    Some(ExecutionEvent::ApprovalRequired { approval_id, call_id, tool, input, reason }) => {
+                        let request = ApprovalRequest { approval_id, call_id, tool, input, reason };
+                        let approver = approver.clone();
+                        let control = control.clone();
+                        // Asked on the side: the run must stay cancellable while a human
+                        // thinks, and several calls may wait at once.
+                        tokio::spawn(async move {
+                            let decision = approver.ask(&request).await;
+                            // Unknown means the call stopped waiting (timeout, cancel).
+                            let _ = control.decide(&request.approval_id, decision);
+                        });
+                    }
+                    Some(_) => {}
+                    None => break done.await,
+                },
+                _ = ticker.tick(), if progress_token.is_some() => {
+                    if let Some(token) = &progress_token {
+                        let seconds = started.elapsed().as_secs_f64();
+                        let mut param = ProgressNotificationParam::new(token.clone(), seconds.floor());
+                        param.message = Some(format!(
+                            "running for {seconds:.0} s; {output_bytes} bytes of output so far"
+                        ));
+                        // A client that stopped listening does not stop the run.
+                        let _ = context.peer.notify_progress(param).await;
+                    }
+                }
+            }
+        };
+        Ok(tool_result(
+            &result,
+            approver.refused_unasked.load(Ordering::SeqCst),
+        ))
+    }
+}
+
+/// The tool result for an execution: text for the model, the whole result as
+/// `structuredContent`, `isError` unless it completed.
+fn tool_result(result: &ExecutionResult, refused_unasked: bool) -> CallToolResult {
+    let mut text = String::new();
+    if !result.stdout.is_empty() {
+        text.push_str(&clip(&result.stdout));
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+    }
+    if !result.stderr.is_empty() {
+        text.push_str("[stderr]\n");
+        text.push_str(&clip(&result.stderr));
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+    }
+    match result.result_encoding {
+        Some(ResultEncoding::Json) => text.push_str(&format!("[result] {}\n", result.result)),
+        Some(ResultEncoding::Repr) => text.push_str(&format!(
+            "[result] {}\n",
+            result.result.as_str().unwrap_or_default()
+        )),
+        None => {}
+    }
+    if let Some(error) = &result.error {
+        match result.status {
+            ExecutionStatus::LimitExceeded => text.push_str(&format!(
+                "[limit exceeded: {}] {}\n",
+                result.limit.map(|limit| limit.as_str()).unwrap_or("?"),
+                error.message
+            )),
+            _ if !error.traceback.is_empty() => {
+                text.push_str(&error.traceback);
+                if !text.ends_with('\n') {
+                    text.push('\n');
+                }
+            }
+            _ => text.push_str(&format!("{}: {}\n", error.error_type, error.message)),
+        }
+    }
+    if refused_unasked {
+        text.push_str(
+            "[note] calls to tools that need approval were refused: this MCP client does not \
+             support elicitation, so nobody could be asked\n",
+        );
+    }
+    if text.is_empty() {
+        text.push_str(&format!("[{}] no output\n", result.status.as_str()));
+    }
+    let structured = serde_json::to_value(result).unwrap_or(Value::Null);
+    let mut tool_result = if result.status == ExecutionStatus::Completed {
+        CallToolResult::success(vec![ContentBlock::text(text)])
+    } else {
+        CallToolResult::error(vec![ContentBlock::text(text)])
+    };
+    tool_result.structured_content = Some(structured);
+    tool_result
+}
+
+fn clip(text: &str) -> String {
+    match text.char_indices().nth(TEXT_OUTPUT_CHARS) {
+        Some((at, _)) => format!(
+            "{}… [{} more bytes in structuredContent]",
+            &text[..at],
+            text.len() - at
+        ),
+        None => text.to_owned(),
+    }
+}
+
+/// Decides `ask` calls by asking the MCP client's user (elicitation), or refuses them
+/// when the client cannot ask.
+struct ElicitingApprover {
+    peer: Peer<RoleServer>,
+    elicitation: bool,
+    refused_unasked: AtomicBool,
+}
+
+impl std::fmt::Debug for ElicitingApprover {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ElicitingApprover")
+            .field("elicitation", &self.elicitation)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ElicitingApprover {
+    async fn ask(&self, request: &ApprovalRequest) -> Decision {
+        {
+            if !self.elicitation {
+                self.refused_unasked.store(true, Ordering::SeqCst);
+                return Decision::Deny;
+            }
+            let mut input = request.input.to_string();
+            if input.len() > 2000 {
+                let cut = input
+                    .char_indices()
+                    .nth(2000)
+                    .map_or(input.len(), |(at, _)| at);
+                input.truncate(cut);
+                input.push('…');
+            }
+            let message = format!(
+                "Code running in Cordon's sandbox wants to call `{}` ({}).\nInput: {input}\n\
+                 Accept to allow this call; decline to refuse it.",
+                request.tool, request.reason
+            );
+            let schema = ElicitationSchema::builder()
+                .bool_property("approve", |schema| {
+                    schema
+                        .description("Allow this call (accepting with no value allows it too)")
+                        .with_default(true)
+                })
+                .build();
+            let Ok(schema) = schema else {
+                return Decision::Deny;
+            };
+            let params = ElicitRequestParams::FormElicitationParams {
+                meta: None,
+                message,
+                requested_schema: schema,
+            };
+            match self
+                .peer
+                .create_elicitation_with_timeout(params, Some(ELICITATION_TIMEOUT))
+                .await
+            {
+                Ok(answer) if answer.action == ElicitationAction::Accept => {
+                    let refused = answer
+                        .content
+                        .as_ref()
+                        .and_then(|content| content.get("approve"))
+                        .and_then(Value::as_bool)
+                        == Some(false);
+                    if refused {
+                        Decision::Deny
+                    } else {
+                        Decision::Approve
+                    }
+                }
+                // Declined, cancelled, timed out or failed: deny wins when nobody said yes.
+                _ => Decision::Deny,
+            }
+        }
+    }
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_protocol_version(ProtocolVersion::V_2025_11_25)
+            .with_server_info(Implementation::new("cordon", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Cordon runs code in a WebAssembly sandbox. Use execute_code to run Python or \
+                 JavaScript; the last expression is the result; declared tools are async \
+                 functions the code can await.",
+            )
+    }
+
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        std::borrow::Cow::Borrowed(protocol_versions())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(vec![
+            self.execute_code_tool(),
+        ]))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        match request.name.as_ref() {
+            "execute_code" => {
+                let arguments = request.arguments.unwrap_or_default();
+                self.execute_code(arguments, context)
+                    .await
+                    .map(CallToolResponse::from)
+            }
+            other => Err(McpError::invalid_params(
+                format!("unknown tool `{other}`; this server has execute_code"),
+                None,
+            )),
+        }
+    }
+}
+
+/// rmcp answers a session `DELETE` with `202 Accepted`; clients (the Python SDK among
+/// them) expect `200` or `204` for a terminated session and log a failure otherwise.
+async fn terminated_is_no_content(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let delete = request.method() == axum::http::Method::DELETE;
+    let mut response = next.run(request).await;
+    if delete && response.status() == axum::http::StatusCode::ACCEPTED {
+        *response.status_mut() = axum::http::StatusCode::NO_CONTENT;
+    }
+    response
+}
+
+/// A failure serving MCP (the transport, not a tool call).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum McpServeError {
+    /// The client's `initialize` failed or the connection broke during it.
+    #[error("MCP session setup failed: {0}")]
+    Initialize(String),
+    /// The serving task failed.
+    #[error("MCP server task failed: {0}")]
+    Task(String),
+    /// The HTTP listener failed.
+    #[error("MCP HTTP server: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl McpServer {
+    /// Serves one client on stdin/stdout until it disconnects.
+    pub async fn serve_stdio(self) -> Result<(), McpServeError> {
+        use rmcp::ServiceExt;
+        let running = self
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|error| McpServeError::Initialize(error.to_string()))?;
+        running
+            .waiting()
+            .await
+            .map_err(|error| McpServeError::Task(error.to_string()))?;
+        Ok(())
+    }
+
+    /// The Streamable HTTP endpoint as an axum router serving `/mcp`. Only `Host` headers
+    /// naming loopback are accepted (DNS-rebinding protection) unless `allowed_hosts`
+    /// lists others.
+    pub fn streamable_http_router(
+        self,
+        allowed_hosts: Vec<String>,
+        cancel: tokio_util::sync::CancellationToken,
+    ) -> axum::Router {
+        use rmcp::transport::StreamableHttpServerConfig;
+        use rmcp::transport::streamable_http_server::StreamableHttpService;
+        use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+        let mut config = StreamableHttpServerConfig::default().with_cancellation_token(cancel);
+        if !allowed_hosts.is_empty() {
+            let mut hosts = config.allowed_hosts.clone();
+            hosts.extend(allowed_hosts);
+            config = config.with_allowed_hosts(hosts);
+        }
+        let service = StreamableHttpService::new(
+            move || Ok(self.clone()),
+            Arc::new(LocalSessionManager::default()),
+            config,
+        );
+        axum::Router::new()
+            .nest_service("/mcp", service)
+            .layer(axum::middleware::from_fn(terminated_is_no_content))
+    }
+
+    /// Serves Streamable HTTP at `/mcp` on `listener` until `shutdown` resolves.
+    pub async fn serve_http(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Result<(), McpServeError> {
+        let cancel = tokio_util::sync::CancellationToken::new();
+        let router = self.streamable_http_router(Vec::new(), cancel.clone());
+        use axum::serve::ListenerExt;
+        // Small SSE writes must not wait for delayed ACKs (Nagle).
+        let listener = listener.tap_io(|stream| {
+            let _ = stream.set_nodelay(true);
+        });
+        axum::serve(listener, router)
+            .with_graceful_shutdown(async move {
+                shutdown.await;
+                cancel.cancel();
+            })
+            .await?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cordon_protocol::execution::{ErrorInfo, Usage};
+
+    #[test]
+    fn errors_are_tool_results_with_is_error() {
+        let result = ExecutionResult {
+            status: ExecutionStatus::Error,
+            limit: None,
+            stdout: "before\n".into(),
+            stderr: String::new(),
+            result: Value::Null,
+            result_encoding: None,
+            error: Some(ErrorInfo {
+                error_type: "ValueError".into(),
+                message: "bad".into(),
+                traceback: "Traceback …\nValueError: bad".into(),
+            }),
+            tool_calls: vec![],
+            usage: Usage::default(),
+        };
+        let tool = tool_result(&result, false);
+        assert_eq!(tool.is_error, Some(true));
+        assert_eq!(
+            tool.structured_content
+                .as_ref()
+                .map(|v| v["status"].clone()),
+            Some(json!("error"))
+        );
+    }
+
+    #[test]
+    fn offers_only_handshake_era_versions() {
+        let versions: Vec<&str> = protocol_versions().iter().map(|v| v.as_str()).collect();
+        assert_eq!(
+            versions,
+            ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
+        );
+    }
+}

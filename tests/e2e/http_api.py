@@ -1,0 +1,379 @@
+"""End-to-end checks of `cordon serve` with a real HTTP client (httpx).
+
+Usage: python3 http_api.py SCENARIO BASE_URL [ARGS...]
+Each scenario asserts what the HTTP API promises and exits non-zero on the first failure.
+Everything is bounded: every request and stream has a timeout.
+"""
+
+import json
+import sys
+
+import httpx
+
+TIMEOUT = httpx.Timeout(30.0)
+
+
+def client(base, token=None):
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return httpx.Client(base_url=base, timeout=TIMEOUT, headers=headers)
+
+
+def check_error(response, status, error_type):
+    assert response.status_code == status, (response.status_code, response.text)
+    body = response.json()
+    assert body["type"] == error_type, body
+    assert isinstance(body["message"], str) and body["message"], body
+    return body
+
+
+def sse_events(response):
+    """Yields (seq, type, data) from an SSE response, in order."""
+    event, seq, data = None, None, []
+    for line in response.iter_lines():
+        if line == "":
+            if event is not None:
+                yield int(seq), event, json.loads("\n".join(data))
+            event, seq, data = None, None, []
+        elif line.startswith(":"):
+            continue
+        else:
+            field, _, value = line.partition(":")
+            value = value[1:] if value.startswith(" ") else value
+            if field == "event":
+                event = value
+            elif field == "id":
+                seq = value
+            elif field == "data":
+                data.append(value)
+
+
+def create_sandbox(http, language="python", tools=(), stateful=False, limits=None):
+    body = {"language": language, "tools": list(tools), "stateful": stateful}
+    if limits:
+        body["limits"] = limits
+    response = http.post("/v1/sandboxes", json=body)
+    assert response.status_code == 201, response.text
+    created = response.json()
+    assert created["id"].startswith("sbx_") and created["expires_at"].endswith("Z"), created
+    return created["id"]
+
+
+def start(http, sandbox, code):
+    response = http.post(f"/v1/sandboxes/{sandbox}/executions", json={"code": code})
+    assert response.status_code == 201, response.text
+    return response.json()["id"]
+
+
+def read_all(http, execution, after=None):
+    headers = {"Last-Event-ID": str(after)} if after is not None else {}
+    with http.stream("GET", f"/v1/executions/{execution}/events", headers=headers) as response:
+        assert response.status_code == 200, response.read()
+        assert response.headers["content-type"].startswith("text/event-stream")
+        return list(sse_events(response))
+
+
+def run_to_end(http, sandbox, code):
+    execution = start(http, sandbox, code)
+    events = read_all(http, execution)
+    assert events[-1][1] == "execution.completed", events
+    return execution, events
+
+
+def scenario_basics(base):
+    http = client(base)
+    for language, code, stdout in [
+        ("python", "print(1)\n6 * 7", "1\n"),
+        ("javascript", "console.log(1); 6 * 7", "1\n"),
+        ("js", "console.log(1); 6 * 7", "1\n"),
+    ]:
+        sandbox = create_sandbox(http, language)
+        execution, events = run_to_end(http, sandbox, code)
+        seqs = [seq for seq, _, _ in events]
+        assert seqs == list(range(1, len(events) + 1)), seqs
+        types = [kind for _, kind, _ in events]
+        assert types[0] == "execution.started", types
+        assert "output.delta" in types, types
+        result = events[-1][2]
+        assert result["status"] == "completed" and result["stdout"] == stdout, result
+        assert result["result"] == 42, result
+        info = http.get(f"/v1/executions/{execution}").json()
+        assert info["status"] == "completed", info
+        assert info["result"] == {k: v for k, v in result.items() if k != "type"}, info
+        assert [e["seq"] for e in info["events"]] == seqs, info
+        assert info["pending_tool_calls"] == [] and info["pending_approvals"] == [], info
+        assert http.get(f"/v1/sandboxes/{sandbox}").json()["language"] in ("python", "javascript")
+    # Errors and limits are results, not HTTP errors.
+    sandbox = create_sandbox(http, "python", limits={"cpu_ms": 200})
+    _, events = run_to_end(http, sandbox, "raise ValueError('bad')")
+    assert events[-1][2]["status"] == "error" and events[-1][2]["error"]["type"] == "ValueError"
+    _, events = run_to_end(http, sandbox, "while True: pass")
+    assert events[-1][2]["status"] == "limit_exceeded" and events[-1][2]["limit"] == "cpu"
+    # Stateful sandboxes keep variables, in both languages.
+    for language, first, second in [("python", "x = 41", "x + 1"), ("javascript", "var x = 41", "x + 1")]:
+        sandbox = create_sandbox(http, language, stateful=True)
+        run_to_end(http, sandbox, first)
+        _, events = run_to_end(http, sandbox, second)
+        assert events[-1][2]["result"] == 42, events[-1]
+    # Streaming response to the create request itself.
+    sandbox = create_sandbox(http, "javascript")
+    with http.stream(
+        "POST", f"/v1/sandboxes/{sandbox}/executions",
+        json={"code": "console.log('streamed')"}, headers={"Accept": "text/event-stream"},
+    ) as response:
+        assert response.status_code == 200, response.read()
+        execution = response.headers["cordon-execution-id"]
+        events = list(sse_events(response))
+    assert events[-1][2]["stdout"] == "streamed\n", events
+    assert http.get(f"/v1/executions/{execution}").json()["status"] == "completed"
+    # OpenAPI is generated and names the resources.
+    doc = http.get("/openapi.json").json()
+    assert "/v1/executions/{id}/events" in doc["paths"], list(doc["paths"])
+    assert "ExecutionEvent" in doc["components"]["schemas"]
+    # Delete: sandboxes go away, executions are cancelled and removed.
+    assert http.delete(f"/v1/sandboxes/{sandbox}").status_code == 204
+    check_error(http.get(f"/v1/sandboxes/{sandbox}"), 404, "not_found")
+    check_error(http.post(f"/v1/sandboxes/{sandbox}/executions", json={"code": "1"}), 404, "not_found")
+    assert http.delete(f"/v1/executions/{execution}").status_code == 204
+    check_error(http.get(f"/v1/executions/{execution}"), 404, "not_found")
+    # Cancel a running execution.
+    sandbox = create_sandbox(http, "python")
+    execution = start(http, sandbox, "while True: pass")
+    assert http.post(f"/v1/executions/{execution}/cancel").status_code == 202
+    events = read_all(http, execution)
+    assert events[-1][2]["status"] == "cancelled", events[-1]
+
+
+def scenario_errors(base):
+    http = client(base)
+    post = lambda path, content, ctype="application/json": http.post(
+        path, content=content, headers={"Content-Type": ctype}
+    )
+    check_error(post("/v1/sandboxes", b'{"language": "python",'), 400, "invalid_json")
+    check_error(post("/v1/sandboxes", b'{"language": "python"}', "text/plain"), 415, "unsupported_media_type")
+    check_error(http.post("/v1/sandboxes", content=b'{"language": "python"}'), 415, "unsupported_media_type")
+    check_error(post("/v1/sandboxes", b"x" * (9 << 20)), 413, "payload_too_large")
+    body = check_error(http.post("/v1/sandboxes", json={"language": "ruby"}), 422, "invalid_request")
+    assert "language" in body["message"], body
+    check_error(http.post("/v1/sandboxes", json={"langauge": "python"}), 422, "invalid_request")
+    check_error(http.post("/v1/sandboxes", json={"language": "python", "limits": {"cpu": 1}}), 422, "invalid_request")
+    check_error(http.post("/v1/sandboxes", json={"language": "python", "ttl_seconds": 0}), 422, "invalid_request")
+    bad_tools = {"language": "python", "tools": [{"name": "1bad", "handler": {"kind": "static", "result": 1}}]}
+    check_error(http.post("/v1/sandboxes", json=bad_tools), 422, "invalid_tools")
+    check_error(http.post("/v1/sandboxes/sbx_nope/executions", json={"code": "1"}), 404, "not_found")
+    sandbox = create_sandbox(http)
+    check_error(http.post(f"/v1/sandboxes/{sandbox}/executions", json={}), 422, "invalid_request")
+    check_error(http.post(f"/v1/sandboxes/{sandbox}/executions", json={"code": 5}), 422, "invalid_request")
+    check_error(http.get("/v1/executions/exec_nope"), 404, "not_found")
+    check_error(http.get("/v1/executions/exec_nope/events"), 404, "not_found")
+    results = {"results": [{"call_id": "call_x", "output": 1}]}
+    check_error(http.post("/v1/executions/exec_nope/tool_results", json=results), 404, "not_found")
+    check_error(http.post("/v1/approvals/appr_nope", json={"decision": "approve"}), 404, "not_found")
+    check_error(http.post("/v1/approvals/appr_nope", json={"decision": "maybe"}), 422, "invalid_request")
+    check_error(http.get("/v1/nothing"), 404, "route_not_found")
+    check_error(http.put("/v1/sandboxes", json={}), 405, "method_not_allowed")
+    execution, _ = run_to_end(http, sandbox, "1")
+    check_error(
+        http.get(f"/v1/executions/{execution}/events", headers={"Last-Event-ID": "abc"}),
+        400, "invalid_last_event_id",
+    )
+    check_error(http.get(f"/v1/executions/{execution}?after=-1"), 400, "invalid_query")
+    check_error(http.post(f"/v1/executions/{execution}/tool_results", json=results), 409, "execution_finished")
+    check_error(http.post(f"/v1/executions/{execution}/cancel"), 409, "execution_finished")
+    check_error(http.post(f"/v1/executions/{execution}/tool_results", json={"results": []}), 422, "invalid_request")
+
+
+CLIENT_TOOLS = [
+    {"name": "lookup", "input_schema": {"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]},
+     "handler": {"kind": "client"}},
+]
+
+SUSPENDING_CODE = """
+import asyncio
+print("before")
+a, b = await asyncio.gather(lookup(key="a"), lookup(key="b"))
+print("after", a, b)
+a["v"] + b["v"]
+"""
+
+
+def wait_for(events_iter, kind):
+    seen = []
+    for event in events_iter:
+        seen.append(event)
+        if event[1] == kind:
+            return seen
+    raise AssertionError(f"stream ended before {kind}: {seen}")
+
+
+def scenario_client_tool(base):
+    http = client(base)
+    for language, code in [
+        ("python", SUSPENDING_CODE),
+        ("javascript", 'console.log("before");\nconst [a, b] = await Promise.all([lookup({key: "a"}), lookup({key: "b"})]);\nconsole.log("after", a.v, b.v);\na.v + b.v'),
+    ]:
+        sandbox = create_sandbox(http, language, tools=CLIENT_TOOLS)
+        with http.stream(
+            "POST", f"/v1/sandboxes/{sandbox}/executions",
+            json={"code": code}, headers={"Accept": "text/event-stream"},
+        ) as response:
+            execution = response.headers["cordon-execution-id"]
+            stream = sse_events(response)
+            seen = wait_for(stream, "execution.awaiting")
+            calls = [data for _, kind, data in seen if kind == "tool.call"]
+            assert [c["locus"] for c in calls] == ["client", "client"], calls
+            assert all(c["caller"]["execution_id"] == execution for c in calls), calls
+            pending = seen[-1][2]["pending"]
+            assert pending == [c["id"] for c in calls], (pending, calls)
+            info = http.get(f"/v1/executions/{execution}").json()
+            assert info["status"] == "running", info
+            assert [p["id"] for p in info["pending_tool_calls"]] == pending, info
+            by_key = {c["input"]["key"]: c["id"] for c in calls}
+            url = f"/v1/executions/{execution}/tool_results"
+            # Unknown and repeated ids reject the whole request.
+            check_error(http.post(url, json={"results": [{"call_id": "call_nope", "output": 1}]}), 404, "unknown_call")
+            twice = [{"call_id": by_key["a"], "output": {"v": 1}}] * 2
+            check_error(http.post(url, json={"results": twice}), 422, "duplicate_call")
+            # Results in two requests; the execution resumes after the second.
+            accepted = http.post(url, json={"results": [{"call_id": by_key["a"], "output": {"v": 40}}]})
+            assert accepted.status_code == 200, accepted.text
+            assert accepted.json()["pending"] == [by_key["b"]], accepted.json()
+            check_error(http.post(url, json={"results": [{"call_id": by_key["a"], "output": 1}]}), 409, "already_answered")
+            accepted = http.post(url, json={"results": [{"call_id": by_key["b"], "output": {"v": 2}, "is_error": False}]})
+            assert accepted.status_code == 200, accepted.text
+            rest = list(stream)
+        result = rest[-1][2]
+        assert result["status"] == "completed", result
+        assert result["result"] == 42, result
+        assert result["stdout"].startswith("before\nafter"), result
+        assert [c["locus"] for c in result["tool_calls"]] == ["client", "client"], result
+
+
+def scenario_resume(base):
+    """Disconnects mid-execution and reconnects with Last-Event-ID: no loss, no duplicates."""
+    http = client(base)
+    sandbox = create_sandbox(http, "python", tools=CLIENT_TOOLS)
+    code = "for i in range(5):\n    print('line', i)\nr = await lookup(key='k')\nfor i in range(5):\n    print('more', i)\nr"
+    execution = start(http, sandbox, code)
+    first = []
+    with http.stream("GET", f"/v1/executions/{execution}/events") as response:
+        for event in sse_events(response):
+            first.append(event)
+            if event[1] == "tool.call":
+                break  # hang up mid-execution
+    call_id = first[-1][2]["id"]
+    last = first[-1][0]
+    # Results posted while nobody listens are not lost.
+    response = http.post(f"/v1/executions/{execution}/tool_results", json={"results": [{"call_id": call_id, "output": "v"}]})
+    assert response.status_code == 200, response.text
+    rest = read_all(http, execution, after=last)
+    seqs = [seq for seq, _, _ in first + rest]
+    assert seqs == list(range(1, len(seqs) + 1)), seqs
+    assert rest[-1][2]["status"] == "completed" and rest[-1][2]["result"] == "v", rest[-1]
+    info = http.get(f"/v1/executions/{execution}").json()
+    assert [(e["seq"], e["type"]) for e in info["events"]] == [(s, k) for s, k, _ in first + rest]
+    # Resuming from the middle again gives exactly the tail, and `?after=` works too.
+    middle = seqs[len(seqs) // 2]
+    assert [s for s, _, _ in read_all(http, execution, after=middle)] == seqs[middle:]
+    with http.stream("GET", f"/v1/executions/{execution}/events?after={middle}") as response:
+        assert [s for s, _, _ in sse_events(response)] == seqs[middle:]
+    assert read_all(http, execution, after=seqs[-1]) == []
+
+
+def scenario_approval(base):
+    http = client(base)
+    tools = [{"name": "transfer", "policy": "ask", "handler": {"kind": "static", "result": {"ok": True}}}]
+    for language, code in [
+        ("python", "import tools\ntry:\n    r = await transfer(amount=5)\nexcept tools.ToolError as e:\n    r = 'refused: ' + e.kind\nr"),
+        ("javascript", "let r;\ntry { r = await transfer({amount: 5}); } catch (e) { r = 'refused: ' + e.kind; }\nr"),
+    ]:
+        for decision, expected in [("approve", {"ok": True}), ("deny", "refused: denied")]:
+            sandbox = create_sandbox(http, language, tools=tools)
+            with http.stream(
+                "POST", f"/v1/sandboxes/{sandbox}/executions",
+                json={"code": code}, headers={"Accept": "text/event-stream"},
+            ) as response:
+                execution = response.headers["cordon-execution-id"]
+                stream = sse_events(response)
+                seen = wait_for(stream, "approval.required")
+                approval = seen[-1][2]
+                assert approval["tool"] == "transfer" and approval["input"] == {"amount": 5}, approval
+                info = http.get(f"/v1/executions/{execution}").json()
+                assert [a["approval_id"] for a in info["pending_approvals"]] == [approval["approval_id"]], info
+                url = f"/v1/approvals/{approval['approval_id']}"
+                decided = http.post(url, json={"decision": decision})
+                assert decided.status_code == 200, decided.text
+                assert decided.json()["execution_id"] == execution, decided.json()
+                check_error(http.post(url, json={"decision": decision}), 409, "approval_decided")
+                rest = list(stream)
+            result = rest[-1][2]
+            assert result["status"] == "completed", result
+            assert result["result"] == expected, (decision, result)
+
+
+def scenario_auth(base, token):
+    anonymous = client(base)
+    body = check_error(anonymous.post("/v1/sandboxes", json={"language": "python"}), 401, "unauthorized")
+    assert "Bearer" in body["message"], body
+    check_error(client(base, "wrong").get("/openapi.json"), 401, "unauthorized")
+    http = client(base, token)
+    sandbox = create_sandbox(http)
+    _, events = run_to_end(http, sandbox, "1 + 1")
+    assert events[-1][2]["result"] == 2
+
+
+def scenario_before_kill(base, state_file):
+    """Leaves one finished and one suspended execution, then records their ids."""
+    http = client(base)
+    sandbox = create_sandbox(http, "python", tools=CLIENT_TOOLS, stateful=True)
+    done, _ = run_to_end(http, sandbox, "print('kept')\n'done'")
+    execution = start(http, sandbox, "print('started')\nawait lookup(key='never')")
+    with http.stream("GET", f"/v1/executions/{execution}/events") as response:
+        wait_for(sse_events(response), "execution.awaiting")
+    with open(state_file, "w") as out:
+        json.dump({"sandbox": sandbox, "done": done, "suspended": execution}, out)
+
+
+def scenario_after_restart(base, state_file):
+    with open(state_file) as source:
+        state = json.load(source)
+    http = client(base)
+    done = http.get(f"/v1/executions/{state['done']}").json()
+    assert done["status"] == "completed" and done["result"]["result"] == "done", done
+    assert done["result"]["stdout"] == "kept\n", done
+    info = http.get(f"/v1/executions/{state['suspended']}").json()
+    assert info["status"] == "expired", info
+    assert info["pending_tool_calls"] == [], info
+    result = info["result"]
+    assert result["status"] == "expired" and result["stdout"] == "started\n", result
+    assert "server stopped" in result["error"]["message"], result
+    types = [e["type"] for e in info["events"]]
+    assert types[0] == "execution.started" and types[-1] == "execution.completed", types
+    assert "execution.awaiting" in types, types
+    # The stream replays the whole log and ends.
+    events = read_all(http, state["suspended"])
+    assert [s for s, _, _ in events] == [e["seq"] for e in info["events"]]
+    url = f"/v1/executions/{state['suspended']}/tool_results"
+    check_error(http.post(url, json={"results": [{"call_id": "call_x", "output": 1}]}), 409, "execution_finished")
+    sandbox = http.get(f"/v1/sandboxes/{state['sandbox']}").json()
+    assert sandbox["state"] == "expired" and sandbox["reason"], sandbox
+    check_error(http.post(f"/v1/sandboxes/{state['sandbox']}/executions", json={"code": "1"}), 410, "sandbox_expired")
+    # The restarted server works.
+    fresh = create_sandbox(http)
+    _, events = run_to_end(http, fresh, "1")
+    assert events[-1][2]["status"] == "completed"
+
+
+SCENARIOS = {
+    "basics": scenario_basics,
+    "errors": scenario_errors,
+    "client_tool": scenario_client_tool,
+    "resume": scenario_resume,
+    "approval": scenario_approval,
+    "auth": scenario_auth,
+    "before_kill": scenario_before_kill,
+    "after_restart": scenario_after_restart,
+}
+
+if __name__ == "__main__":
+    SCENARIOS[sys.argv[1]](*sys.argv[2:])
+    print(f"ok {sys.argv[1]}")
