@@ -363,7 +363,26 @@ def scenario_after_restart(base, state_file):
     assert events[-1][2]["status"] == "completed"
 
 
+def scenario_connected(base):
+    """`cordon serve --connect calc=…`: every sandbox can call the server's tools."""
+    http = client(base)
+    for language, code in [
+        ("python", "r = await calc.add(a=40, b=2)\nr['result']"),
+        ("javascript", "(await calc.add({a: 40, b: 2})).result"),
+    ]:
+        sandbox = create_sandbox(http, language)
+        _, events = run_to_end(http, sandbox, code)
+        result = events[-1][2]
+        assert result["status"] == "completed" and result["result"] == 42, result
+        calls = [data for _, kind, data in events if kind == "tool.call"]
+        assert calls[0]["name"] == "calc.add" and calls[0]["locus"] == "host", calls
+    # A declared tool may not take a connected tool's name.
+    clash = {"language": "python", "tools": [{"name": "calc.add", "handler": {"kind": "static", "result": 1}}]}
+    check_error(http.post("/v1/sandboxes", json=clash), 422, "invalid_tools")
+
+
 SCENARIOS = {
+    "connected": scenario_connected,
     "basics": scenario_basics,
     "errors": scenario_errors,
     "client_tool": scenario_client_tool,

@@ -120,6 +120,42 @@ async def approvals(binary, tools_file):
         assert "elicitation" in text_of(result), text_of(result)
 
 
+CONNECTED_CODE = """
+import tools
+total = (await calc.add(a=2, b=3))["result"]     # the server's structuredContent
+rows = (await calc.table(rows=2000))["result"]   # stays in the sandbox
+try:
+    await calc.fail(reason="nope")
+    failed = None
+except tools.ToolError as e:
+    failed = e.kind
+try:
+    await calc.add(a="two", b=3)                  # checked against the server's schema
+    invalid = None
+except tools.ToolError as e:
+    invalid = e.kind
+[total, len(rows), sum(r["square"] for r in rows), failed, invalid]
+"""
+
+
+async def connected(binary):
+    """`--connect`: a real MCP server's tools callable from sandbox code."""
+    here = __file__.rsplit("/", 1)[0]
+    params = StdioServerParameters(
+        command=binary, args=["mcp", "--connect", f"calc=python3 {here}/mcp_tools_server.py"]
+    )
+    async with Client(params, mode="legacy") as client:
+        tools = await client.list_tools()
+        assert "calc.add" in tools.tools[0].description, tools.tools[0].description
+        result = await call(client, {"code": CONNECTED_CODE})
+        assert not result.is_error, text_of(result)
+        total, count, squares, failed, invalid = result.structured_content["result"]
+        assert (total, count, failed, invalid) == (5, 2000, "tool_failed", "invalid_input"), result.structured_content
+        assert squares == sum(i * i for i in range(2000))
+        calls = result.structured_content["tool_calls"]
+        assert [c["name"] for c in calls][:2] == ["calc.add", "calc.table"], calls
+
+
 def server(binary, tools_file):
     return StdioServerParameters(
         command=binary,
@@ -135,6 +171,7 @@ async def main_stdio(binary, tools_file):
             if mode == "legacy":
                 await progress_and_cancel(client)
     await approvals(binary, tools_file)
+    await connected(binary)
 
 
 async def main_http(url):
@@ -148,6 +185,19 @@ async def main_http(url):
         assert result.structured_content["result"] == "kept", result.structured_content
         result = await call(client, {"language": "js", "code": "throw new Error('boom')"})
         assert result.is_error and "boom" in text_of(result), text_of(result)
+        # Another client (another MCP session) has its own session ids.
+        async with Client(url, mode="legacy") as other:
+            result = await call(other, {"code": "'v' in globals()", "session_id": "h"})
+            assert result.structured_content["result"] is False, result.structured_content
+
+    # Approvals become elicitation requests over HTTP too; `auto` negotiates 2025-11-25.
+    async def approve(context, params):
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+    async with Client(url, mode="auto", elicitation_callback=approve) as client:
+        assert client.protocol_version == "2025-11-25", client.protocol_version
+        result = await call(client, {"code": APPROVAL_CODE})
+        assert result.structured_content["result"] == {"ok": True}, result.structured_content
 
 
 if __name__ == "__main__":

@@ -23,6 +23,10 @@ pub struct McpArgs {
     pub tools: Option<PathBuf>,
     #[command(flatten)]
     pub limits: LimitArgs,
+    /// Connect to an MCP server (stdio) and make its tools callable from the code as
+    /// `await NAME.tool(...)`; COMMAND runs with `sh -c` (repeatable).
+    #[arg(long = "connect", value_name = "NAME=COMMAND")]
+    pub connect: Vec<String>,
     /// Live instances at once (running executions + sessions).
     #[arg(long, default_value_t = 64, value_name = "N")]
     pub max_instances: u32,
@@ -30,7 +34,10 @@ pub struct McpArgs {
 
 /// `cordon mcp`.
 pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
-    let registry = load_tools(args.tools.as_deref())?;
+    let mut registry = load_tools(args.tools.as_deref())?;
+    for connection in crate::serve::connect_all(&args.connect).await? {
+        connection.attach(&mut registry)?;
+    }
     // stdout is the protocol channel on stdio: progress goes to stderr only.
     let sandbox = Sandbox::new(
         SandboxConfig::default()

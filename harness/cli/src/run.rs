@@ -44,6 +44,10 @@ pub struct RunArgs {
     /// `ask` calls to other tools are refused.
     #[arg(long = "approve", value_name = "NAME")]
     pub approve: Vec<String>,
+    /// Connect to an MCP server (stdio) and make its tools callable from the code as
+    /// `await NAME.tool(...)`; COMMAND runs with `sh -c` (repeatable).
+    #[arg(long = "connect", value_name = "NAME=COMMAND")]
+    pub connect: Vec<String>,
     /// Print one JSON object (status, limit, stdout, stderr, result, error, tool_calls, usage).
     #[arg(long)]
     pub json: bool,
@@ -234,7 +238,10 @@ fn report_human(result: &ExecutionResult) {
 pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let language = language_for(args.lang.as_deref(), &args.file)?;
     let code = read_code(&args.file)?;
-    let registry = load_tools(args.tools.as_deref())?;
+    let mut registry = load_tools(args.tools.as_deref())?;
+    for connection in crate::serve::connect_all(&args.connect).await? {
+        connection.attach(&mut registry)?;
+    }
     let approver: Arc<dyn Approver> =
         approve::for_terminal(args.approve.clone(), std::io::stderr().is_terminal());
     let sandbox = sandbox(language).await?;

@@ -7,8 +7,12 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use cordon_protocol::execution::Language;
 use cordon_sandbox::{Sandbox, SandboxConfig};
+use cordon_server::Connection;
 use cordon_server::http::{DEFAULT_MAX_BODY_BYTES, HttpApi, HttpOptions};
 use cordon_server::store::{Store, default_db_path};
+
+/// How long open connections may take to finish after Ctrl-C or SIGTERM.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Options of `cordon serve`.
 #[derive(Debug, clap::Args)]
@@ -30,6 +34,10 @@ pub struct ServeArgs {
     /// Largest request body, in bytes.
     #[arg(long, default_value_t = DEFAULT_MAX_BODY_BYTES, value_name = "N")]
     pub max_body_bytes: usize,
+    /// Connect to an MCP server (stdio); its tools join every sandbox's tools as
+    /// `NAME.tool`. COMMAND runs with `sh -c` (repeatable).
+    #[arg(long = "connect", value_name = "NAME=COMMAND")]
+    pub connect: Vec<String>,
     /// Live instances at once (running executions + stateful sandboxes).
     #[arg(long, default_value_t = 256, value_name = "N")]
     pub max_instances: u32,
@@ -58,6 +66,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     )
     .await?;
     let options = HttpOptions::default()
+        .connections(connect_all(&args.connect).await?)
         .token(args.token)
         .max_body_bytes(args.max_body_bytes);
     let api = HttpApi::new(sandbox, store, options)
@@ -77,8 +86,38 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         "cordon: listening on http://{local} (database {})",
         db.display()
     );
-    api.serve(listener, shutdown_signal()).await?;
+    // Open event streams of suspended executions would hold a graceful shutdown open
+    // for minutes: after a signal, connections get a short grace period, then the process
+    // exits (executions still running are recovered as `expired` at the next start).
+    let stop = std::sync::Arc::new(tokio::sync::Notify::new());
+    let notify = stop.clone();
+    let signalled = async move {
+        shutdown_signal().await;
+        notify.notify_one();
+    };
+    tokio::select! {
+        served = api.serve(listener, signalled) => served?,
+        () = async {
+            stop.notified().await;
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        } => eprintln!("cordon: open connections did not close within {} s; exiting", SHUTDOWN_GRACE.as_secs()),
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Starts every `--connect NAME=COMMAND` server and lists its tools on stderr.
+pub async fn connect_all(specs: &[String]) -> anyhow::Result<Vec<Connection>> {
+    let mut connections = Vec::with_capacity(specs.len());
+    for spec in specs {
+        let connection = Connection::start(spec).await?;
+        eprintln!(
+            "cordon: connected `{}`: {}",
+            connection.name(),
+            connection.tool_names().join(", ")
+        );
+        connections.push(connection);
+    }
+    Ok(connections)
 }
 
 /// Ctrl-C or SIGTERM.

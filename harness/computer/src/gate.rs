@@ -77,6 +77,11 @@ impl ElementInfo {
         s
     }
 
+    /// A file input (or a label for one): clicking it opens a file chooser.
+    pub fn is_upload(&self) -> bool {
+        self.tag == "input" && self.input_type.as_deref() == Some("file")
+    }
+
     pub fn is_password(&self) -> bool {
         self.input_type.as_deref() == Some("password")
             || self
@@ -129,6 +134,7 @@ impl ElementInfo {
             ElementClass::Risky => self.is_risky(),
             ElementClass::Editable => self.editable,
             ElementClass::Link => self.href.is_some(),
+            ElementClass::Upload => self.is_upload(),
             ElementClass::Any => true,
         }
     }
@@ -147,6 +153,8 @@ pub enum ElementClass {
     Risky,
     Editable,
     Link,
+    /// File inputs: clicking one opens a file chooser (an upload).
+    Upload,
     Any,
 }
 
@@ -313,6 +321,9 @@ impl Default for Rules {
                 Rule::new("high-impact-button", Decision::Ask)
                     .actions(&["click", "mouse_down", "type"])
                     .element(&[ElementClass::Risky]),
+                Rule::new("file-upload", Decision::Ask)
+                    .actions(&["click", "mouse_down"])
+                    .element(&[ElementClass::Upload]),
                 Rule::new("new-origin", Decision::Ask).navigation(NavMatch::NewOrigin),
             ],
         }
@@ -446,6 +457,14 @@ mod tests {
             modifiers: vec![],
         };
         assert_eq!(eval(&rules, &mv, Some(&pw)).decision, Decision::Allow);
+        // clicking a file input opens a file chooser: an upload
+        let file = ElementInfo {
+            input_type: Some("file".into()),
+            ..ElementInfo::new("input")
+        };
+        let v = eval(&rules, &click(), Some(&file));
+        assert_eq!(v.decision, Decision::Ask);
+        assert_eq!(v.rule.as_deref(), Some("file-upload"));
     }
 
     #[test]

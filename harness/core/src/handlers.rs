@@ -77,7 +77,10 @@ pub(crate) async fn run_host(
             "`{}` is a client tool and cannot run on the host",
             tool.name()
         ))),
-        HandlerSpec::Mcp { server, tool: remote } => match tool.provider() {
+        HandlerSpec::Mcp {
+            server,
+            tool: remote,
+        } => match tool.provider() {
             Some(provider) => provider
                 .call(remote, input)
                 .await

@@ -43,3 +43,81 @@ pub trait ToolProvider: Send + Sync + fmt::Debug {
     /// of kind `failed`.
     fn call<'a>(&'a self, tool: &'a str, input: &'a Value) -> BoxFuture<'a, Result<Value, String>>;
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::{CallContext, Dispatcher, ToolRegistry};
+    use cordon_protocol::tool::ToolDeclaration;
+    use serde_json::json;
+
+    #[derive(Debug)]
+    struct Doubler;
+
+    impl ToolProvider for Doubler {
+        fn call<'a>(
+            &'a self,
+            tool: &'a str,
+            input: &'a Value,
+        ) -> BoxFuture<'a, Result<Value, String>> {
+            Box::pin(async move {
+                match input["n"].as_i64() {
+                    Some(n) => Ok(json!({"tool": tool, "doubled": n * 2})),
+                    None => Err("n is missing".to_owned()),
+                }
+            })
+        }
+    }
+
+    fn remote(name: &str, tool: &str) -> ToolDeclaration {
+        serde_json::from_value(json!({
+            "name": name,
+            "input_schema": {"type": "object", "properties": {"n": {"type": "integer"}}},
+            "handler": {"kind": "mcp", "server": "calc", "tool": tool}
+        }))
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn connected_tools_are_validated_and_run_by_their_provider() {
+        // One tool declared in a file before the server connects, one brought by it.
+        let mut registry = ToolRegistry::new(vec![remote("double", "double")]).unwrap();
+        let unconnected = Dispatcher::new(Arc::new(registry.clone()));
+        registry
+            .connect(
+                "calc",
+                vec![remote("calc.double", "double")],
+                Arc::new(Doubler),
+            )
+            .unwrap();
+        let dispatcher = Dispatcher::new(Arc::new(registry));
+        let ctx = CallContext::new("exec_1");
+        let calls = vec![
+            ("calc.double".to_owned(), r#"{"n": 21}"#.to_owned()),
+            ("double".to_owned(), r#"{"n": 2}"#.to_owned()),
+            ("calc.double".to_owned(), r#"{"n": "x"}"#.to_owned()),
+            ("calc.double".to_owned(), r#"{}"#.to_owned()),
+        ];
+        let results = dispatcher.call_batch(&ctx, calls).await;
+        let value = |index: usize| -> Value {
+            serde_json::from_str(results[index].result.as_ref().unwrap()).unwrap()
+        };
+        assert_eq!(value(0), json!({"tool": "double", "doubled": 42}));
+        assert_eq!(value(1), json!({"tool": "double", "doubled": 4}));
+        let invalid = results[2].result.clone().unwrap_err();
+        assert!(invalid.message.contains("not of type"), "{invalid:?}");
+        assert_eq!(
+            results[3].result.clone().unwrap_err().message,
+            "n is missing"
+        );
+
+        let results = unconnected
+            .call_batch(&ctx, vec![("double".to_owned(), "{}".to_owned())])
+            .await;
+        let failure = results[0].result.clone().unwrap_err();
+        assert!(failure.message.contains("--connect calc="), "{failure:?}");
+    }
+}

@@ -43,26 +43,15 @@ async fn instantiate(sandbox: &Sandbox, image: &GuestImage) -> Result<LiveInstan
 }
 
 pub(crate) async fn run_fresh(sandbox: Sandbox, job: Job) {
-    let t0 = std::time::Instant::now();
     let prepared = match sandbox.image(job.request.language).await {
-        Ok(image) => {
-            let live = instantiate(&sandbox, &image).await;
-            if std::env::var_os("CORDON_PHASES").is_some() {
-                eprintln!("PHASES instantiate={:?}", t0.elapsed());
-            }
-            live
-        }
+        Ok(image) => instantiate(&sandbox, &image).await,
         Err(error) => Err(error.to_string()),
     };
     match prepared {
         Ok(mut live) => {
-            let t1 = std::time::Instant::now();
             let (result, _healthy) = run(&mut live, &job).await;
-            let t2 = std::time::Instant::now();
+            // Return the instance to the pool before the caller sees the result.
             drop(live);
-            if std::env::var_os("CORDON_PHASES").is_some() {
-                eprintln!("PHASES run={:?} drop={:?}", t2 - t1, t2.elapsed());
-            }
             finish(job, result);
         }
         Err(message) => {

@@ -29,6 +29,7 @@ use crate::api::{
     ExecutionInfo, ExecutionState, LoggedEvent, PendingApproval, PendingToolCall, SandboxCreated,
     SandboxInfo, ToolResults, ToolResultsAccepted,
 };
+use crate::connect::Connection;
 use crate::error::ApiError;
 use crate::hub::{DEFAULT_TTL, Hub, MAX_TTL};
 use crate::store::{EventRow, Store, StoreError};
@@ -49,6 +50,8 @@ pub struct HttpOptions {
     pub token: Option<String>,
     /// Largest request body, in bytes; larger ones get `413 payload_too_large`.
     pub max_body_bytes: usize,
+    /// Connected MCP servers whose tools every sandbox gets (`--connect`).
+    pub connections: Vec<Connection>,
 }
 
 impl Default for HttpOptions {
@@ -56,6 +59,7 @@ impl Default for HttpOptions {
         HttpOptions {
             token: None,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            connections: Vec::new(),
         }
     }
 }
@@ -64,6 +68,12 @@ impl HttpOptions {
     /// Sets [`Self::token`].
     pub fn token(mut self, token: Option<String>) -> Self {
         self.token = token;
+        self
+    }
+
+    /// Sets [`Self::connections`].
+    pub fn connections(mut self, connections: Vec<Connection>) -> Self {
+        self.connections = connections;
         self
     }
 
@@ -105,7 +115,7 @@ impl HttpApi {
             "the server stopped before this execution ended (its process exited or was killed); \
              run it again",
         )?;
-        let hub = Hub::new(sandbox, Arc::new(store));
+        let hub = Hub::new(sandbox, Arc::new(store), options.connections.clone());
         hub.spawn_reaper();
         Ok(HttpApi {
             hub,

@@ -13,6 +13,7 @@ use cordon_protocol::tool::ToolDeclaration;
 use cordon_sandbox::{ExecutionControl, ExecutionRequest, Sandbox, Session, SessionSpec};
 use tokio::sync::watch;
 
+use crate::connect::Connection;
 use crate::error::ApiError;
 use crate::store::{SandboxRow, Store, now_ms};
 
@@ -58,6 +59,8 @@ pub(crate) struct Hub {
     pub(crate) sandbox: Sandbox,
     pub(crate) store: Arc<Store>,
     live: Mutex<Live>,
+    /// Connected MCP servers; their tools join every sandbox's declared ones.
+    connections: Vec<Connection>,
 }
 
 /// `prefix_` + 16 hex digits; unguessable (std's randomly keyed SipHash over a counter).
@@ -70,11 +73,16 @@ pub(crate) fn fresh_id(prefix: &str) -> String {
 }
 
 impl Hub {
-    pub(crate) fn new(sandbox: Sandbox, store: Arc<Store>) -> Arc<Hub> {
+    pub(crate) fn new(
+        sandbox: Sandbox,
+        store: Arc<Store>,
+        connections: Vec<Connection>,
+    ) -> Arc<Hub> {
         Arc::new(Hub {
             sandbox,
             store,
             live: Mutex::new(Live::default()),
+            connections,
         })
     }
 
@@ -128,8 +136,13 @@ impl Hub {
         stateful: bool,
         ttl: Duration,
     ) -> Result<(String, u64), ApiError> {
-        let registry = ToolRegistry::new(tools.clone())
-            .map_err(|error| ApiError::invalid_request("invalid_tools", error.to_string()))?;
+        let invalid = |error: cordon_core::RegistryError| {
+            ApiError::invalid_request("invalid_tools", error.to_string())
+        };
+        let mut registry = ToolRegistry::new(tools.clone()).map_err(invalid)?;
+        for connection in &self.connections {
+            connection.attach(&mut registry).map_err(invalid)?;
+        }
         let dispatcher = Dispatcher::new(Arc::new(registry));
         let id = fresh_id("sbx");
         let now = now_ms();
@@ -253,18 +266,22 @@ impl Hub {
         let execution_id = id.clone();
         tokio::spawn(async move {
             let (mut events, control, result) = execution.into_parts();
+            // The seq advances only when an event is stored, so the log has no holes
+            // even if the store fails now and then.
             let mut seq = 0;
             let mut completed = false;
             while let Some(event) = events.recv().await {
-                seq += 1;
-                completed |= hub.persist(&execution_id, &live, &control, seq, &event);
-                if completed {
-                    break;
+                if hub.persist(&execution_id, &live, &control, seq + 1, &event) {
+                    seq += 1;
+                    if matches!(event, ExecutionEvent::Completed(_)) {
+                        completed = true;
+                        break;
+                    }
                 }
             }
             if !completed {
-                // The event stream ended without `execution.completed` (it should not):
-                // log the result so readers still see an end.
+                // The event stream ended without a stored `execution.completed`: log the
+                // result so readers still see an end.
                 let event = ExecutionEvent::Completed(result.await);
                 hub.persist(&execution_id, &live, &control, seq + 1, &event);
             }
@@ -273,7 +290,7 @@ impl Hub {
         Ok(id)
     }
 
-    /// Writes one event, then tells readers. Returns whether it was the last one.
+    /// Writes one event, then tells readers. Returns whether it was stored.
     fn persist(
         &self,
         execution_id: &str,
@@ -296,7 +313,7 @@ impl Hub {
             return false;
         }
         live.persisted.send_replace(seq);
-        matches!(event, ExecutionEvent::Completed(_))
+        true
     }
 
     fn finish_execution(&self, execution_id: &str, sandbox: &LiveSandbox) {

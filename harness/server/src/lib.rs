@@ -21,11 +21,13 @@
 //! ```
 
 pub mod api;
+pub mod connect;
 pub mod error;
 pub mod http;
 mod hub;
 pub mod store;
 
+pub use connect::Connection;
 pub use error::ApiError;
 pub use http::{HttpApi, HttpOptions};
 pub use mcp::McpServer;

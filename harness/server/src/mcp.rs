@@ -68,13 +68,15 @@ pub enum McpSetupError {
 #[derive(Clone)]
 pub struct McpServer {
     inner: Arc<Inner>,
+    /// REPL sessions by `session_id`: one table per MCP connection, so two clients of
+    /// a Streamable HTTP server never see each other's variables.
+    sessions: Arc<Mutex<SessionTable>>,
 }
 
 struct Inner {
     sandbox: Sandbox,
     dispatcher: Dispatcher,
     limits: Limits,
-    sessions: Mutex<SessionTable>,
 }
 
 #[derive(Default)]
@@ -109,9 +111,17 @@ impl McpServer {
                 sandbox,
                 dispatcher: Dispatcher::new(Arc::new(registry)),
                 limits,
-                sessions: Mutex::new(SessionTable::default()),
             }),
+            sessions: Arc::default(),
         })
+    }
+
+    /// The same server with an empty session table (for a new MCP connection).
+    pub fn with_own_sessions(&self) -> McpServer {
+        McpServer {
+            inner: self.inner.clone(),
+            sessions: Arc::default(),
+        }
     }
 
     fn execute_code_tool(&self) -> Tool {
@@ -154,11 +164,7 @@ impl McpServer {
     }
 
     fn session(&self, id: &str, language: Language) -> Result<Session, String> {
-        let mut table = self
-            .inner
-            .sessions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut table = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some((existing, session)) = table.by_id.get(id) {
             if *existing != language {
                 return Err(format!(
@@ -558,7 +564,7 @@ impl McpServer {
             config = config.with_allowed_hosts(hosts);
         }
         let service = StreamableHttpService::new(
-            move || Ok(self.clone()),
+            move || Ok(self.with_own_sessions()),
             Arc::new(LocalSessionManager::default()),
             config,
         );

@@ -220,11 +220,15 @@ mod _cordon {
     #[pyfunction]
     fn last_expression_start(source: PyStrRef) -> i64 {
         let source = source.to_string_lossy();
-        let Ok(parsed) = ruff_parser_pin::parse_module(&source) else { return -1 };
+        let Ok(parsed) = ruff_parser_pin::parse_module(&source) else {
+            return -1;
+        };
         match parsed.syntax().body.last() {
             Some(ruff_ast_pin::Stmt::Expr(statement)) => {
                 let byte = statement.range.start().to_usize();
-                source.get(..byte).map_or(-1, |head| head.chars().count() as i64)
+                source
+                    .get(..byte)
+                    .map_or(-1, |head| head.chars().count() as i64)
             }
             _ => -1,
         }

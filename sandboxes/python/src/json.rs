@@ -17,13 +17,21 @@ pub(crate) fn encode(vm: &VirtualMachine, value: &PyObject) -> PyResult<String> 
 }
 
 fn write_str(vm: &VirtualMachine, text: &PyStr, out: &mut String) -> PyResult<()> {
-    let text = text.to_str().ok_or_else(|| vm.new_value_error("string contains lone surrogates"))?;
-    let quoted = serde_json::to_string(text).map_err(|error| vm.new_value_error(error.to_string()))?;
+    let text = text
+        .to_str()
+        .ok_or_else(|| vm.new_value_error("string contains lone surrogates"))?;
+    let quoted =
+        serde_json::to_string(text).map_err(|error| vm.new_value_error(error.to_string()))?;
     out.push_str(&quoted);
     Ok(())
 }
 
-fn write_value(vm: &VirtualMachine, value: &PyObject, out: &mut String, depth: usize) -> PyResult<()> {
+fn write_value(
+    vm: &VirtualMachine,
+    value: &PyObject,
+    out: &mut String,
+    depth: usize,
+) -> PyResult<()> {
     if depth > MAX_DEPTH {
         return Err(vm.new_value_error("nested too deeply to encode as JSON"));
     }
@@ -42,7 +50,10 @@ fn write_value(vm: &VirtualMachine, value: &PyObject, out: &mut String, depth: u
         if !number.is_finite() {
             return Err(vm.new_value_error(format!("{number} is not valid JSON")));
         }
-        out.push_str(&serde_json::to_string(&number).map_err(|error| vm.new_value_error(error.to_string()))?);
+        out.push_str(
+            &serde_json::to_string(&number)
+                .map_err(|error| vm.new_value_error(error.to_string()))?,
+        );
     } else if let Some(list) = value.downcast_ref::<PyList>() {
         // Copy the references out: encoding may run no Python code, but keep the lock short.
         let items = list.borrow_vec().to_vec();
@@ -61,12 +72,20 @@ fn write_value(vm: &VirtualMachine, value: &PyObject, out: &mut String, depth: u
         }
         out.push('}');
     } else {
-        return Err(vm.new_type_error(format!("Object of type {} is not JSON serializable", value.class().name())));
+        return Err(vm.new_type_error(format!(
+            "Object of type {} is not JSON serializable",
+            value.class().name()
+        )));
     }
     Ok(())
 }
 
-fn write_sequence(vm: &VirtualMachine, items: &[PyObjectRef], out: &mut String, depth: usize) -> PyResult<()> {
+fn write_sequence(
+    vm: &VirtualMachine,
+    items: &[PyObjectRef],
+    out: &mut String,
+    depth: usize,
+) -> PyResult<()> {
     out.push('[');
     for (index, item) in items.iter().enumerate() {
         if index > 0 {
@@ -91,16 +110,21 @@ fn write_key(vm: &VirtualMachine, key: &PyObject, out: &mut String) -> PyResult<
         || key.downcast_ref::<PyFloat>().is_some()
     {
         write_value(vm, key, &mut scalar, 0)?;
-        let quoted = serde_json::to_string(&scalar).map_err(|error| vm.new_value_error(error.to_string()))?;
+        let quoted = serde_json::to_string(&scalar)
+            .map_err(|error| vm.new_value_error(error.to_string()))?;
         out.push_str(&quoted);
         return Ok(());
     }
-    Err(vm.new_type_error(format!("keys must be str, int, float, bool or None, not {}", key.class().name())))
+    Err(vm.new_type_error(format!(
+        "keys must be str, int, float, bool or None, not {}",
+        key.class().name()
+    )))
 }
 
 /// Decodes JSON text into Python values (objects keep their key order).
 pub(crate) fn decode(vm: &VirtualMachine, text: &str) -> PyResult<PyObjectRef> {
-    let value: Value = serde_json::from_str(text).map_err(|error| vm.new_value_error(format!("invalid JSON: {error}")))?;
+    let value: Value = serde_json::from_str(text)
+        .map_err(|error| vm.new_value_error(format!("invalid JSON: {error}")))?;
     to_python(vm, &value)
 }
 
@@ -115,7 +139,10 @@ fn to_python(vm: &VirtualMachine, value: &Value) -> PyResult<PyObjectRef> {
         },
         Value::String(text) => vm.ctx.new_str(text.as_str()).into(),
         Value::Array(items) => {
-            let items = items.iter().map(|item| to_python(vm, item)).collect::<PyResult<Vec<_>>>()?;
+            let items = items
+                .iter()
+                .map(|item| to_python(vm, item))
+                .collect::<PyResult<Vec<_>>>()?;
             vm.ctx.new_list(items).into()
         }
         Value::Object(map) => {

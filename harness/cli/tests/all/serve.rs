@@ -156,6 +156,44 @@ fn http_api_history_survives_kill_9_and_live_executions_expire() {
     python("http_api.py", &["after_restart", &server.url, state]);
 }
 
+#[test]
+fn http_api_sandboxes_call_tools_of_a_connected_mcp_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let connect = format!(
+        "calc=python3 {}",
+        e2e("mcp_tools_server.py").to_str().unwrap()
+    );
+    let server = Server::serve(&dir.path().join("cordon.db"), &["--connect", &connect]);
+    python("http_api.py", &["connected", &server.url]);
+}
+
+#[test]
+fn run_calls_tools_of_a_connected_mcp_server() {
+    let connect = format!(
+        "calc=python3 {}",
+        e2e("mcp_tools_server.py").to_str().unwrap()
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cordon"))
+        .args(["run", "--json", "--connect", &connect, "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"(await calc.add(a=1, b=2))['result']")
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(result["status"], "completed", "{result}");
+    assert_eq!(result["result"], 3, "{result}");
+    assert_eq!(result["tool_calls"][0]["name"], "calc.add", "{result}");
+}
+
 const MCP_TOOLS: &str = r#"{"tools": [
   {"name": "get_weather", "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}},
    "handler": {"kind": "static", "result": {"temp_c": 21}}},
@@ -179,7 +217,11 @@ fn mcp_stdio_with_the_official_python_sdk() {
 
 #[test]
 fn mcp_streamable_http_with_the_official_python_sdk() {
-    let server = Server::start(&["mcp", "--http", "127.0.0.1:0"]);
+    let dir = tempfile::tempdir().unwrap();
+    let tools = dir.path().join("tools.json");
+    std::fs::write(&tools, MCP_TOOLS).unwrap();
+    let tools = tools.to_str().unwrap();
+    let server = Server::start(&["mcp", "--http", "127.0.0.1:0", "--tools", tools]);
     let url = format!("{}/mcp", server.url);
     python("mcp_client.py", &["http", &url]);
 }

@@ -39,7 +39,14 @@ fn click() -> cordon_protocol::computer::ComputerCall {
 async fn a_killed_browser_fails_its_sessions_and_the_next_session_restarts_it() {
     let server = PageServer::start(None).await;
     with_browser(|browser| async move {
-        let opts = || session_opts(Size::new(1280, 800), 1.0, fixed(), Some(server.url("/targets")));
+        let opts = || {
+            session_opts(
+                Size::new(1280, 800),
+                1.0,
+                fixed(),
+                Some(server.url("/targets")),
+            )
+        };
         let mut a = computer(&browser, opts(), Rules::allow_all()).await;
         let mut b = computer(&browser, opts(), Rules::allow_all()).await;
         ok_step(&mut a, Vendor::Anthropic, json!({"action": "screenshot"})).await;
@@ -64,13 +71,21 @@ async fn a_killed_browser_fails_its_sessions_and_the_next_session_restarts_it() 
         let mut c = computer(&browser, opts(), Rules::allow_all()).await;
         assert_eq!(browser.generation(), 2);
         assert_ne!(browser.pid(), Some(first));
-        let r = ok_step(&mut c, Vendor::Anthropic, json!({"action": "left_click", "coordinate": [512, 320]})).await;
+        let r = ok_step(
+            &mut c,
+            Vendor::Anthropic,
+            json!({"action": "left_click", "coordinate": [512, 320]}),
+        )
+        .await;
         assert_eq!(r.current_url, Some(server.url("/targets")));
         assert_eq!(r.screenshot.unwrap().size, Size::new(1024, 640));
 
         // The old sessions stay failed (they do not silently move to the new process),
         // and closing them is fine.
-        assert!(matches!(b.step(click(), None).await, Err(Error::BrowserLost { .. })));
+        assert!(matches!(
+            b.step(click(), None).await,
+            Err(Error::BrowserLost { .. })
+        ));
         a.into_backend().close().await.unwrap();
         b.into_backend().close().await.unwrap();
         ok_step(&mut c, Vendor::Anthropic, json!({"action": "screenshot"})).await;
@@ -85,14 +100,21 @@ async fn a_hung_browser_is_detected_killed_and_replaced() {
     let mut o = BrowserOptions::default();
     o.request_timeout = Duration::from_secs(2);
     let browser = Browser::launch(o).await.unwrap();
-    let opts = session_opts(Size::new(1280, 800), 1.0, fixed(), Some(server.url("/targets")));
+    let opts = session_opts(
+        Size::new(1280, 800),
+        1.0,
+        fixed(),
+        Some(server.url("/targets")),
+    );
     let mut a = computer(&browser, opts.clone(), Rules::allow_all()).await;
     ok_step(&mut a, Vendor::Anthropic, json!({"action": "screenshot"})).await;
     let first = browser.pid().unwrap();
     // Frozen, not dead: the process is there but answers nothing.
     signal(first, "-STOP");
     match a.step(click(), None).await {
-        Err(Error::BrowserLost { reason }) => assert!(reason.contains("stopped answering"), "{reason}"),
+        Err(Error::BrowserLost { reason }) => {
+            assert!(reason.contains("stopped answering"), "{reason}")
+        }
         other => {
             signal(first, "-KILL");
             panic!("expected BrowserLost, got {other:?}");
@@ -103,8 +125,12 @@ async fn a_hung_browser_is_detected_killed_and_replaced() {
     let r = ok_step(&mut c, Vendor::Anthropic, json!({"action": "screenshot"})).await;
     assert_eq!(r.status, Status::Ok);
     // The frozen process was killed when it was replaced.
-    assert!(!std::path::Path::new(&format!("/proc/{first}/status")).exists()
-        || std::fs::read_to_string(format!("/proc/{first}/status")).unwrap().contains("zombie"));
+    assert!(
+        !std::path::Path::new(&format!("/proc/{first}/status")).exists()
+            || std::fs::read_to_string(format!("/proc/{first}/status"))
+                .unwrap()
+                .contains("zombie")
+    );
     a.into_backend().close().await.unwrap();
     c.into_backend().close().await.unwrap();
     browser.close().await.unwrap();
