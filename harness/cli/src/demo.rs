@@ -53,7 +53,7 @@ const RUNAWAY: &str = "n = 0\nwhile True:\n    n += 1\n";
 pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     let registry = ToolRegistry::from_json(TOOLS, "<demo tools>")?;
     let tools = Dispatcher::new(Arc::new(registry));
-    let sandbox = run::sandbox(Language::Python).await?;
+    let sandbox = run::sandbox(vec![Language::Python], 64).await?;
 
     eprintln!("── cordon demo 1/2: a program that calls tools ──");
     let request = ExecutionRequest::new(Language::Python, PROGRAM, tools.clone());

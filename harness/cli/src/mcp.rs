@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use cordon_protocol::execution::Language;
-use cordon_sandbox::{Sandbox, SandboxConfig};
+
 use cordon_server::McpServer;
 
 use crate::run::{LimitArgs, load_tools};
@@ -39,11 +39,9 @@ pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
         connection.attach(&mut registry)?;
     }
     // stdout is the protocol channel on stdio: progress goes to stderr only.
-    let sandbox = Sandbox::new(
-        SandboxConfig::default()
-            .preload(vec![Language::Python, Language::Javascript])
-            .max_instances(args.max_instances)
-            .progress(|line| eprintln!("cordon: {line}")),
+    let sandbox = crate::run::sandbox(
+        vec![Language::Python, Language::Javascript],
+        args.max_instances,
     )
     .await?;
     let server = McpServer::new(sandbox, registry, args.limits.limits())?;

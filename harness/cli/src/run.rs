@@ -145,11 +145,12 @@ pub fn load_tools(path: Option<&Path>) -> anyhow::Result<ToolRegistry> {
     }
 }
 
-/// The sandbox, reporting one-time image preparation on stderr.
-pub async fn sandbox(language: Language) -> anyhow::Result<Sandbox> {
+/// The sandbox with `languages` loaded and a pool of `max_instances`, reporting one-time
+/// image preparation on stderr (stdout may be a protocol channel).
+pub async fn sandbox(languages: Vec<Language>, max_instances: u32) -> anyhow::Result<Sandbox> {
     let config = SandboxConfig::default()
-        .preload(vec![language])
-        .max_instances(64)
+        .preload(languages)
+        .max_instances(max_instances)
         .progress(|line| eprintln!("cordon: {line}"));
     Ok(Sandbox::new(config).await?)
 }
@@ -244,7 +245,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     let approver: Arc<dyn Approver> =
         approve::for_terminal(args.approve.clone(), std::io::stderr().is_terminal());
-    let sandbox = sandbox(language).await?;
+    let sandbox = sandbox(vec![language], 64).await?;
     let request = ExecutionRequest::new(language, code, Dispatcher::new(Arc::new(registry)))
         .limits(args.limits.limits())
         .approver(approver);

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use cordon_protocol::execution::Language;
-use cordon_sandbox::{Sandbox, SandboxConfig};
+
 use cordon_server::Connection;
 use cordon_server::http::{DEFAULT_MAX_BODY_BYTES, HttpApi, HttpOptions};
 use cordon_server::store::{Store, default_db_path};
@@ -58,11 +58,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             .context("no home directory to keep the database in; pass --db PATH")?,
     };
     let store = Store::open(&db).with_context(|| format!("opening {}", db.display()))?;
-    let sandbox = Sandbox::new(
-        SandboxConfig::default()
-            .preload(vec![Language::Python, Language::Javascript])
-            .max_instances(args.max_instances)
-            .progress(|line| eprintln!("cordon: {line}")),
+    let sandbox = crate::run::sandbox(
+        vec![Language::Python, Language::Javascript],
+        args.max_instances,
     )
     .await?;
     let options = HttpOptions::default()
