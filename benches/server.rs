@@ -104,18 +104,8 @@ async fn suspend_resume(http: &reqwest::Client, url: &str) {
             let chunk = response.chunk().await.expect("chunk").expect("more");
             seen.push_str(&String::from_utf8_lossy(&chunk));
         }
-        let call = seen
-            .split(r#""pending":[""#)
-            .nth(1)
-            .and_then(|rest| rest.split('"').next())
-            .expect("pending call id")
-            .to_owned();
-        let execution = seen
-            .split(r#""execution_id":""#)
-            .nth(1)
-            .and_then(|rest| rest.split('"').next())
-            .expect("execution id")
-            .to_owned();
+        let call = quoted_after(&seen, r#""pending":[""#).expect("pending call id");
+        let execution = quoted_after(&seen, r#""execution_id":""#).expect("execution id");
         let started = Instant::now();
         let posted = http
             .post(format!("{url}/v1/executions/{execution}/tool_results"))
@@ -240,4 +230,12 @@ fn main() {
         concurrent(&http, &url).await;
         mcp_round_trip(sandbox).await;
     });
+}
+
+/// The text after `marker` up to the next `"` (a JSON string value in raw event text).
+fn quoted_after(text: &str, marker: &str) -> Option<String> {
+    text.split(marker)
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .map(str::to_owned)
 }

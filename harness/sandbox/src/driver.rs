@@ -42,12 +42,19 @@ async fn instantiate(sandbox: &Sandbox, image: &GuestImage) -> Result<LiveInstan
     Ok(LiveInstance { store, instance })
 }
 
-pub(crate) async fn run_fresh(sandbox: Sandbox, job: Job) {
-    let prepared = match sandbox.image(job.request.language).await {
-        Ok(image) => instantiate(&sandbox, &image).await,
+/// A fresh instance of the image for `language` (loading the image on first use).
+async fn fresh_instance(
+    sandbox: &Sandbox,
+    language: cordon_protocol::execution::Language,
+) -> Result<LiveInstance, String> {
+    match sandbox.image(language).await {
+        Ok(image) => instantiate(sandbox, &image).await,
         Err(error) => Err(error.to_string()),
-    };
-    match prepared {
+    }
+}
+
+pub(crate) async fn run_fresh(sandbox: Sandbox, job: Job) {
+    match fresh_instance(&sandbox, job.request.language).await {
         Ok(mut live) => {
             let (result, _healthy) = run(&mut live, &job).await;
             // Return the instance to the pool before the caller sees the result.
@@ -69,10 +76,7 @@ pub(crate) async fn run_in_session(
     let mut slot = slot.lock().await;
     let live = match slot.take() {
         Some(live) => Ok(live),
-        None => match sandbox.image(job.request.language).await {
-            Ok(image) => instantiate(&sandbox, &image).await,
-            Err(error) => Err(error.to_string()),
-        },
+        None => fresh_instance(&sandbox, job.request.language).await,
     };
     match live {
         Ok(mut live) => {
@@ -181,7 +185,7 @@ async fn run(live: &mut LiveInstance, job: &Job) -> (ExecutionResult, bool) {
     };
     let (mut result, healthy) = classify(ended, outcome, &meter, &memory, limits.memory_bytes);
     let mut output = meter.output();
-    output.flush();
+    output.finish();
     let total = output.total();
     (result.stdout, result.stderr) = output.take();
     drop(output);
@@ -310,8 +314,7 @@ fn classify(
                 result_json,
                 result_repr,
             }) => {
-                let mut result = failure(ExecutionStatus::Completed, "", "");
-                result.error = None;
+                let mut result = empty_result(ExecutionStatus::Completed);
                 if let Some(json) = result_json {
                     // The guest encoded it; fall back to text if it is somehow not JSON.
                     match serde_json::from_str(&json) {
@@ -366,8 +369,8 @@ fn first_line(error: &wasmtime::Error) -> String {
         .to_owned()
 }
 
-/// A result with no output, tool calls or usage (filled in by the caller).
-fn failure(status: ExecutionStatus, error_type: &str, message: &str) -> ExecutionResult {
+/// A result with no output, value, error, tool calls or usage (filled in by the caller).
+fn empty_result(status: ExecutionStatus) -> ExecutionResult {
     ExecutionResult {
         status,
         limit: None,
@@ -375,13 +378,22 @@ fn failure(status: ExecutionStatus, error_type: &str, message: &str) -> Executio
         stderr: String::new(),
         result: Value::Null,
         result_encoding: None,
-        error: Some(ErrorInfo {
-            error_type: error_type.into(),
-            message: message.into(),
-            traceback: String::new(),
-        }),
+        error: None,
         tool_calls: Vec::new(),
         usage: Usage::default(),
+    }
+}
+
+/// An [`empty_result`] that ended with `error_type: message`.
+fn failure(status: ExecutionStatus, error_type: &str, message: &str) -> ExecutionResult {
+    let error = ErrorInfo {
+        error_type: error_type.into(),
+        message: message.into(),
+        traceback: String::new(),
+    };
+    ExecutionResult {
+        error: Some(error),
+        ..empty_result(status)
     }
 }
 

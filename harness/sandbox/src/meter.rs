@@ -124,20 +124,20 @@ impl OutputSink {
             .emit(ExecutionEvent::OutputDelta { stream, text });
     }
 
-    /// Sends everything not yet sent (before tool calls and at the end).
+    /// Sends every complete character not yet sent (before tool calls, at a limit).
     pub(crate) fn flush(&mut self) {
         self.flush_stream(0);
         self.flush_stream(1);
-        for index in 0..2 {
-            // At the end, a dangling partial sequence is sent lossily.
+    }
+
+    /// Sends everything not yet sent; a dangling partial UTF-8 sequence goes out lossily,
+    /// since no more bytes will complete it.
+    pub(crate) fn finish(&mut self) {
+        self.flush();
+        for (index, stream) in [(0, Stream::Stdout), (1, Stream::Stderr)] {
             if !self.unsent[index].is_empty() {
-                let bytes = std::mem::take(&mut self.unsent[index]);
-                let stream = if index == 0 {
-                    Stream::Stdout
-                } else {
-                    Stream::Stderr
-                };
-                let text = String::from_utf8_lossy(&bytes).into_owned();
+                let text =
+                    String::from_utf8_lossy(&std::mem::take(&mut self.unsent[index])).into_owned();
                 self.events
                     .emit(ExecutionEvent::OutputDelta { stream, text });
             }

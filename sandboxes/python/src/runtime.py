@@ -83,7 +83,7 @@ def _install_stubs_and_import(name, attempts=40):
     raise ImportError(f"could not import {name}")
 
 
-asyncio, _stubbed_modules = _install_stubs_and_import("asyncio")
+asyncio, _ = _install_stubs_and_import("asyncio")
 
 # asyncio.run installs a SIGINT handler when the `signal` module offers one; WASI's has no
 # signals, so give it the names asyncio reads and nothing to install.
@@ -99,14 +99,13 @@ if not hasattr(_signal, "getsignal"):
 if not hasattr(_signal, "signal"):
     _signal.signal = lambda _signum, _handler: None
 import ast
-import json
 import time
 import traceback
 import builtins
 
 # The standard modules models reach for, loaded now so `import` costs nothing later.
 for _name in (
-    "re", "math", "datetime", "collections", "itertools", "functools", "random", "string",
+    "json", "re", "math", "datetime", "collections", "itertools", "functools", "random", "string",
     "statistics", "textwrap", "dataclasses", "typing", "decimal", "fractions", "heapq",
     "bisect", "base64", "hashlib", "uuid", "csv", "io", "enum", "copy", "operator", "pprint",
 ):
