@@ -75,6 +75,15 @@ impl IntoResponse for ApiError {
             error_type: self.error_type.to_owned(),
             message: self.message,
         };
-        (self.status, axum::Json(body)).into_response()
+        let mut response = (self.status, axum::Json(body)).into_response();
+        if self.status == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+            // The oversized body was not read, so the connection cannot carry another
+            // request: say so, or a keep-alive client reuses it and sees a disconnect.
+            response.headers_mut().insert(
+                axum::http::header::CONNECTION,
+                axum::http::HeaderValue::from_static("close"),
+            );
+        }
+        response
     }
 }
