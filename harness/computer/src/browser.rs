@@ -15,6 +15,7 @@ use crate::gate::ElementInfo;
 use crate::image::{EncodedImage, ImageFormat, fit};
 use crate::ops::{Op, modifier_bit};
 use crate::origin::OriginPolicy;
+use crate::socks::BlockingProxy;
 use base64::Engine as _;
 use chromiumoxide::cdp::browser_protocol::browser::{
     SetDownloadBehaviorBehavior, SetDownloadBehaviorParams,
@@ -514,15 +515,33 @@ impl Browser {
         opts: &SessionOptions,
         generation: u64,
     ) -> Result<BrowserSession> {
+        // An allow-list: everything but the allowed origins goes to the dead proxy. Only a
+        // block-list: everything goes through a proxy that refuses the blocked endpoints
+        // (WebSockets included, which the browser-wide Fetch guard does not see).
+        let blocking_proxy = if opts.policy.needs_blocking_proxy() {
+            Some(
+                BlockingProxy::start(opts.policy.clone())
+                    .await
+                    .map_err(|e| Error::Config(format!("blocking proxy: {e}")))?,
+            )
+        } else {
+            None
+        };
+        let (proxy_server, proxy_bypass_list) =
+            match (&blocking_proxy, opts.policy.proxy_bypass_list()) {
+                (Some(proxy), _) => (Some(proxy.proxy_server()), Some("<-loopback>".to_owned())),
+                (None, Some(bypass)) => (
+                    Some(format!("http://127.0.0.1:{}", self.shared.dead_proxy_port)),
+                    Some(bypass),
+                ),
+                (None, None) => (None, None),
+            };
         let browser = self.shared.browser.read().await;
-        let bypass = opts.policy.proxy_bypass_list();
         let context = browser
             .create_browser_context(CreateBrowserContextParams {
                 dispose_on_detach: Some(true),
-                proxy_server: bypass
-                    .as_ref()
-                    .map(|_| format!("http://127.0.0.1:{}", self.shared.dead_proxy_port)),
-                proxy_bypass_list: bypass,
+                proxy_server,
+                proxy_bypass_list,
                 origins_with_universal_network_access: None,
             })
             .await
@@ -577,6 +596,9 @@ impl Browser {
             buttons: 0,
             needs_frame: false,
             scroll_hint: None,
+            deferred_turn: false,
+            pending_popup: None,
+            _blocking_proxy: blocking_proxy,
             closed: false,
             generation,
             lost_rx: self.shared.lost_tx.subscribe(),
@@ -594,7 +616,7 @@ impl Browser {
             session
                 .run_inner(&Op::Navigate { url: url.clone() })
                 .await?;
-            session.settle_inner().await?;
+            session.settle_inner(false).await?;
         }
         Ok(session)
     }
@@ -659,6 +681,11 @@ async fn eval_on(page: Page, expression: String) -> Result<serde_json::Value> {
 const TASK_TURN_JS: &str = "new Promise(r => setTimeout(() => { const v = window.visualViewport; \
      r(v ? [v.pageLeft, v.pageTop] : [window.scrollX, window.scrollY]); }, 0))";
 
+/// The same reading without waiting for the page's timers: one round trip, which still
+/// orders after the input (and after every event the page sent before it).
+const PAGE_TURN_JS: &str = "(() => { const v = window.visualViewport; \
+     return v ? [v.pageLeft, v.pageTop] : [window.scrollX, window.scrollY]; })()";
+
 /// `[x, y]` from the settle turn, if it is a plausible scroll offset (the page could have
 /// replaced `visualViewport`; then `getLayoutMetrics` is asked instead).
 fn scroll_offset(v: &serde_json::Value) -> Option<(f64, f64)> {
@@ -700,6 +727,9 @@ struct NetWatch {
     /// The main frame's URL as of the last drained event (`None` until one arrives), so
     /// reporting `current_url` costs no round trip to the page.
     url: Option<String>,
+    /// Requests, loads and URL changes seen so far: tells whether the page started work
+    /// between two points in time, even work that already finished.
+    activity: u64,
 }
 
 enum NetEvent {
@@ -768,10 +798,17 @@ impl NetWatch {
             loading: false,
             main_frame: page.target_id().inner().clone(),
             url: None,
+            activity: 0,
         })
     }
 
     fn apply(&mut self, ev: NetEvent) {
+        if matches!(
+            ev,
+            NetEvent::Start(_) | NetEvent::FrameStart(_) | NetEvent::Url(..)
+        ) {
+            self.activity += 1;
+        }
         match ev {
             NetEvent::Start(id) => {
                 self.inflight.insert(id);
@@ -823,6 +860,13 @@ pub struct BrowserSession {
     needs_frame: bool,
     /// The scroll offset read while settling, when nothing can have moved it since.
     scroll_hint: Option<(f64, f64)>,
+    /// Settling skipped the page's timer turn: the capture runs it alongside and captures
+    /// again if the page started work in it (see `settle_inner`).
+    deferred_turn: bool,
+    /// A popup seen during a capture, for the next settle to follow.
+    pending_popup: Option<TargetId>,
+    /// The session's SOCKS proxy when its policy is a block-list only; stops with it.
+    _blocking_proxy: Option<BlockingProxy>,
     /// The Chromium process this session lives in.
     generation: u64,
     /// Tells when a generation is lost (the newest lost one).
@@ -1213,20 +1257,35 @@ impl BrowserSession {
         }
     }
 
-    async fn settle_inner(&mut self) -> Result<bool> {
+    /// Waits until the page has reacted to the input and its network is quiet.
+    ///
+    /// With `defer_timers`, the page's timer turn (work queued at 0 ms, a navigation started
+    /// from a timer) is not awaited here but run alongside the capture, which then captures
+    /// again if the page started work in it: awaiting it first aligned the capture with the
+    /// frame after next and cost a whole frame (~15 ms in the bench), while such work nearly
+    /// always lands before the frame the capture waits for anyway.
+    async fn settle_inner(&mut self, defer_timers: bool) -> Result<bool> {
         let deadline = tokio::time::Instant::now() + self.settle_cap;
         self.scroll_hint = None;
+        self.deferred_turn = false;
         let mut scroll = None;
         // 1. Let the page react to the input: one animation frame plus a task turn. Errors
         //    mean the document is being replaced, which the network wait below covers.
         //    A popup hides this page (no more frames), so watch for one meanwhile.
-        let mut popup = None;
+        let mut popup = self.pending_popup.take();
         while let Some(Some(t)) = self.popups.next().now_or_never() {
             popup = Some(t);
         }
         if popup.is_none() {
             let framed = std::mem::take(&mut self.needs_frame);
-            let js = if framed { NEXT_FRAME_JS } else { TASK_TURN_JS };
+            self.deferred_turn = defer_timers && !framed;
+            let js = if framed {
+                NEXT_FRAME_JS
+            } else if self.deferred_turn {
+                PAGE_TURN_JS
+            } else {
+                TASK_TURN_JS
+            };
             let turn = eval_on(self.page.clone(), js.into());
             tokio::select! {
                 r = tokio::time::timeout_at(deadline, turn) => {
@@ -1244,6 +1303,7 @@ impl BrowserSession {
         }
         if let Some(target) = popup {
             scroll = None;
+            self.deferred_turn = false;
             self.follow(target, deadline).await?;
             let turn = eval_on(self.page.clone(), TASK_TURN_JS.into());
             let _turn = tokio::time::timeout_at(deadline, turn).await;
@@ -1265,6 +1325,7 @@ impl BrowserSession {
                     // Cap reached (long poll, streaming, endless loading): capture anyway.
                     self.net.inflight.clear();
                     self.net.loading = false;
+                    self.deferred_turn = false;
                     return Ok(false);
                 }
             }
@@ -1277,7 +1338,45 @@ impl BrowserSession {
         plan: &CapturePlan,
         format: ImageFormat,
     ) -> Result<EncodedImage> {
-        // The clip is in document coordinates: add the scroll offset, read now because
+        if !std::mem::take(&mut self.deferred_turn) {
+            return Ok(self.capture_once(plan, format).await?.0);
+        }
+        // The timer turn settling deferred, alongside the capture (see `settle_inner`).
+        let deadline = tokio::time::Instant::now() + self.settle_cap;
+        let before = self.net.activity;
+        let turn =
+            tokio::time::timeout_at(deadline, eval_on(self.page.clone(), TASK_TURN_JS.into()));
+        let (shot, turn) = tokio::join!(self.capture_once(plan, format), turn);
+        self.net.drain();
+        if let Some(Some(t)) = self.popups.next().now_or_never() {
+            self.pending_popup = Some(t);
+        }
+        if let Ok((image, clipped_at)) = shot
+            && self.net.activity == before
+            && self.pending_popup.is_none()
+            && let Ok(Ok(offset)) = &turn
+            && scroll_offset(offset) == Some(clipped_at)
+        {
+            return Ok(image);
+        }
+        // The page started loading or fetching, opened a popup or scrolled after the input:
+        // the shot may predate the result. Settle fully and capture what the page became.
+        self.settle_inner(false).await?;
+        Ok(self.capture_once(plan, format).await?.0)
+    }
+
+    /// One capture; also returns the scroll offset the clip was placed at.
+    async fn capture_once(
+        &mut self,
+        plan: &CapturePlan,
+        format: ImageFormat,
+    ) -> Result<(EncodedImage, (f64, f64))> {
+        // Chromium renders the clip at the planned scale, so the model's size arrives
+        // without a resize here. That costs about a frame (~15 ms): Chromium re-renders the
+        // page at the new scale. Capturing at scale 1 and resizing here (decode + SIMD
+        // resize + encode) was measured too, and was slower on 2 loaded cores.
+        //
+        // The clip is in document coordinates, so add the scroll offset, read now because
         // wheel scrolling lands on the compositor after the page's own turn (measured: an
         // offset read while settling was stale at DPR 2).
         let (page_x, page_y) = match self.scroll_hint.take() {
@@ -1294,6 +1393,19 @@ impl BrowserSession {
                 )
             }
         };
+        let clip = Viewport {
+            x: plan.clip.x + page_x,
+            y: plan.clip.y + page_y,
+            width: plan.clip.width,
+            height: plan.clip.height,
+            scale: plan.scale,
+        };
+        let data = self.screenshot(format, clip).await?;
+        Ok((fit(data, format, plan.out, format)?, (page_x, page_y)))
+    }
+
+    /// `Page.captureScreenshot` of `clip`, decoded from base64.
+    async fn screenshot(&mut self, format: ImageFormat, clip: Viewport) -> Result<Vec<u8>> {
         let (cdp_format, quality) = match format {
             ImageFormat::Png => (CaptureScreenshotFormat::Png, None),
             ImageFormat::Jpeg { quality } => {
@@ -1303,23 +1415,16 @@ impl BrowserSession {
         let params = CaptureScreenshotParams {
             format: Some(cdp_format),
             quality,
-            clip: Some(Viewport {
-                x: plan.clip.x + page_x,
-                y: plan.clip.y + page_y,
-                width: plan.clip.width,
-                height: plan.clip.height,
-                scale: plan.scale,
-            }),
+            clip: Some(clip),
             from_surface: Some(true),
             capture_beyond_viewport: Some(false),
             optimize_for_speed: Some(true),
         };
         let shot = self.page.execute(params).await.map_err(cdp)?;
         let b64: &str = shot.result.data.as_ref();
-        let data = base64::engine::general_purpose::STANDARD
+        base64::engine::general_purpose::STANDARD
             .decode(b64)
-            .map_err(|e| Error::Browser(format!("screenshot data: {e}")))?;
-        fit(data, format, plan.out, format)
+            .map_err(|e| Error::Browser(format!("screenshot data: {e}")))
     }
 }
 
@@ -1367,7 +1472,7 @@ impl Backend for BrowserSession {
     async fn settle(&mut self) -> Result<bool> {
         self.guard()?;
         let mut lost = self.lost_rx.clone();
-        let r = watch_lost(&mut lost, self.generation, self.settle_inner()).await;
+        let r = watch_lost(&mut lost, self.generation, self.settle_inner(true)).await;
         self.vet(r).await
     }
 

@@ -55,6 +55,8 @@ pub mod gate;
 pub mod image;
 pub mod ops;
 pub mod origin;
+#[cfg(feature = "browser")]
+mod socks;
 pub mod trajectory;
 
 pub use engine::{Backend, Computer, EngineOptions, PendingApproval, Status, StepReport};

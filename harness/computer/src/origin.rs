@@ -168,6 +168,27 @@ impl OriginPolicy {
         relaxed.check(raw)
     }
 
+    /// The block-list check for a connection seen without its scheme (a SOCKS proxy sees
+    /// only `host:port`): refused when an `http:` or `https:` origin (and so `ws:`/`wss:`)
+    /// at that host and port is blocked.
+    pub fn check_endpoint(&self, host: &str, port: u16) -> Result<(), Refusal> {
+        let host = if host.contains(':') && !host.starts_with('[') {
+            format!("[{host}]")
+        } else {
+            host.to_owned()
+        };
+        for scheme in ["http", "https"] {
+            self.check_blocklist(&format!("{scheme}://{host}:{port}/"))?;
+        }
+        Ok(())
+    }
+
+    /// Whether connections must go through the blocking proxy (a block-list and no
+    /// allow-list; with an allow-list the dead proxy refuses everything else already).
+    pub fn needs_blocking_proxy(&self) -> bool {
+        self.allow.is_empty() && !self.block.is_empty()
+    }
+
     /// Chromium's `proxyBypassList` for a context routed through a dead proxy: the allowed
     /// origins go direct, everything else (WebSockets included) fails at the proxy.
     /// `<-loopback>` stops Chromium from implicitly sending loopback addresses direct.
@@ -198,6 +219,30 @@ mod tests {
 
     fn p(s: &str) -> OriginPattern {
         OriginPattern::parse(s).unwrap()
+    }
+
+    #[test]
+    fn endpoints_are_refused_when_any_scheme_on_them_is_blocked() {
+        let policy = OriginPolicy::new(
+            Vec::new(),
+            vec![
+                p("https://evil.test"),
+                p("http://127.0.0.1:9000"),
+                p("tracker.test"),
+            ],
+        );
+        assert!(policy.needs_blocking_proxy());
+        assert!(policy.check_endpoint("evil.test", 443).is_err());
+        assert!(policy.check_endpoint("evil.test", 80).is_ok());
+        assert!(policy.check_endpoint("127.0.0.1", 9000).is_err());
+        assert!(policy.check_endpoint("127.0.0.1", 9001).is_ok());
+        assert!(policy.check_endpoint("tracker.test", 80).is_err());
+        assert!(policy.check_endpoint("tracker.test", 443).is_err());
+        assert!(policy.check_endpoint("::1", 9000).is_ok());
+        let ipv6 = OriginPolicy::new(Vec::new(), vec![p("http://[::1]:9000")]);
+        assert!(ipv6.check_endpoint("::1", 9000).is_err());
+        assert!(!OriginPolicy::new(vec![p("a.test")], vec![p("b.test")]).needs_blocking_proxy());
+        assert!(!OriginPolicy::default().needs_blocking_proxy());
     }
 
     #[test]

@@ -283,6 +283,59 @@ async fn settle_waits_for_requests_the_action_started() {
     .await;
 }
 
+/// Work a click queues in a timer (a fetch, a scroll) is in the screenshot of that step:
+/// settling does not wait for the timer turn, so the capture must notice and capture again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_screenshot_shows_what_timers_started_by_the_action_did() {
+    let server = PageServer::start(None).await;
+    with_browser(|browser| async move {
+        for dpr in [1.0, 2.0] {
+            let opts = session_opts(
+                Size::new(1280, 800),
+                dpr,
+                fixed(),
+                Some(server.url("/timers")),
+            );
+            let mut c = computer(&browser, opts, Rules::allow_all()).await;
+            let centre = |r: &cordon_computer::StepReport| {
+                let (size, rgb) = decode_rgb(&r.screenshot.as_ref().unwrap().data).unwrap();
+                let i = ((size.height / 2 * size.width + size.width / 2) * 3) as usize;
+                (rgb[i], rgb[i + 1], rgb[i + 2])
+            };
+            // Right half: the timer scrolls to the green band.
+            let r = ok_step(
+                &mut c,
+                Vendor::Anthropic,
+                json!({"action": "left_click", "coordinate": [900, 300]}),
+            )
+            .await;
+            let (red, green, blue) = centre(&r);
+            assert!(
+                green > 120 && red < 60 && blue < 60,
+                "dpr {dpr}: centre pixel {:?}, want the green band",
+                (red, green, blue)
+            );
+            // Left half: the timer fetches, then paints the page blue.
+            eval(&c, "window.scrollTo(0, 0)").await;
+            let r = ok_step(
+                &mut c,
+                Vendor::Anthropic,
+                json!({"action": "left_click", "coordinate": [100, 100]}),
+            )
+            .await;
+            assert_eq!(eval(&c, "document.title").await, "fetched:done");
+            let (red, green, blue) = centre(&r);
+            assert!(
+                blue > 200 && red < 60 && green < 60,
+                "dpr {dpr}: centre pixel {:?}, want blue",
+                (red, green, blue)
+            );
+            c.into_backend().close().await.unwrap();
+        }
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_actions_are_model_visible_and_the_session_goes_on() {
     let server = PageServer::start(None).await;

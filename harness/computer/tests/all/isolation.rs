@@ -61,7 +61,7 @@ async fn allow_list_blocks_navigation_redirects_popups_and_websockets() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn block_list_refuses_redirects_and_popups_browser_wide() {
+async fn block_list_refuses_redirects_popups_and_websockets() {
     let blocked = PageServer::start(None).await;
     let server = PageServer::start(Some(blocked.addr)).await;
     with_browser(|browser| async move {
@@ -89,7 +89,34 @@ async fn block_list_refuses_redirects_and_popups_browser_wide() {
         )
         .await;
         assert_ne!(r.current_url, Some(blocked.url("/redirected")));
-        assert_eq!(blocked.hits(), Vec::<String>::new());
+        // WebSockets, which the browser-wide request guard does not see: from the page and
+        // from a worker, both refused by the session's proxy.
+        ok_step(
+            &mut c,
+            Vendor::Gemini,
+            json!({"name": "navigate", "args": {"url": server.url("/ws")}}),
+        )
+        .await;
+        let state = c.backend().eval(
+            "new Promise(r => { const t = () => wsState === 'pending' ? setTimeout(t, 10) : r(wsState); t(); })").await.unwrap();
+        assert_ne!(state, "open");
+        let socket_from = |origin: &str, path: &str| {
+            format!(
+                "new Promise(r => {{ const w = new Worker(URL.createObjectURL(new Blob([\
+                 \"const s = new WebSocket('ws://{origin}{path}'); s.onerror = () => postMessage('error'); \
+                 s.onopen = () => postMessage('open');\"]))); w.onmessage = e => r(e.data); }})"
+            )
+        };
+        let worker = c.backend().eval(socket_from(&blocked.addr.to_string(), "/worker")).await.unwrap();
+        assert_eq!(worker, "error");
+        assert_eq!(blocked.hits(), Vec::<String>::new(), "the blocked origin was reached");
+        // Positive control: the same proxy relays a WebSocket to an origin not blocked.
+        c.backend().eval(socket_from(&server.addr.to_string(), "/open-socket")).await.unwrap();
+        assert!(
+            server.hits().iter().any(|h| h.starts_with("GET /open-socket")),
+            "{:?}",
+            server.hits()
+        );
         c.into_backend().close().await.unwrap();
     })
     .await;

@@ -45,6 +45,11 @@ impl PageServer {
                     let line = req.lines().next().unwrap_or("").to_owned();
                     h.lock().unwrap().push(line.clone());
                     let path = line.split_whitespace().nth(1).unwrap_or("/").to_owned();
+                    if path == "/late" {
+                        // Slower than a capture, so a step that does not wait for it shows
+                        // the page before its result.
+                        tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+                    }
                     let (status, ctype, body, extra) = route(&path, addr, other);
                     let resp = format!(
                         "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n{extra}\r\n",
@@ -161,7 +166,18 @@ fn route(
              </script><div style='height:100vh'>click me</div></body></html>"
                 .into(),
         ),
-        "/delay" => ("200 OK", "text/plain", "done".into(), String::new()),
+        // A click whose visible effects all start in a timer: one paints after a fetch,
+        // one scrolls to a green band far down the page.
+        "/timers" => html(
+            "<!doctype html><html><head><title>timers</title></head><body style='margin:0'><script>\
+             document.body.onclick = e => setTimeout(() => {\
+               if (e.clientX < 640) fetch('/late').then(r => r.text()).then(t => { document.title = 'fetched:' + t; document.body.style.background = 'rgb(0, 0, 255)'; });\
+               else window.scrollTo(0, 3000);\
+             }, 0);\
+             </script><div style='height:3000px'></div><div style='height:2000px;background:rgb(0, 160, 0)'></div></body></html>"
+                .into(),
+        ),
+        "/delay" | "/late" => ("200 OK", "text/plain", "done".into(), String::new()),
         "/download" => ("200 OK", "application/octet-stream", "secret".into(), "Content-Disposition: attachment; filename=x.bin\r\n".into()),
         _ => html(format!("<!doctype html><title>page {path} on {me}</title><body>hello</body>")),
     }
