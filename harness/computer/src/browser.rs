@@ -20,6 +20,7 @@ use base64::Engine as _;
 use chromiumoxide::cdp::browser_protocol::browser::{
     SetDownloadBehaviorBehavior, SetDownloadBehaviorParams,
 };
+use chromiumoxide::cdp::browser_protocol::dom::{BackendNodeId, SetFileInputFilesParams};
 use chromiumoxide::cdp::browser_protocol::emulation::SetDeviceMetricsOverrideParams;
 use chromiumoxide::cdp::browser_protocol::fetch::{
     self, ContinueRequestParams, EventRequestPaused, FailRequestParams, RequestPattern,
@@ -33,9 +34,9 @@ use chromiumoxide::cdp::browser_protocol::network::{
     ErrorReason, EventLoadingFailed, EventLoadingFinished, EventRequestWillBeSent,
 };
 use chromiumoxide::cdp::browser_protocol::page::{
-    CaptureScreenshotFormat, CaptureScreenshotParams, EventFrameNavigated,
+    CaptureScreenshotFormat, CaptureScreenshotParams, EventFileChooserOpened, EventFrameNavigated,
     EventFrameStartedLoading, EventFrameStoppedLoading, EventNavigatedWithinDocument,
-    GetLayoutMetricsParams, GetNavigationHistoryParams, NavigateParams,
+    FileChooserOpenedMode, GetLayoutMetricsParams, GetNavigationHistoryParams, NavigateParams,
     NavigateToHistoryEntryParams, SetInterceptFileChooserDialogParams, Viewport,
 };
 use chromiumoxide::cdp::browser_protocol::target::{
@@ -105,6 +106,10 @@ pub struct SessionOptions {
     pub settle_cap: Duration,
     /// Opened when the session starts.
     pub start_url: Option<String>,
+    /// Files a file chooser of the page is answered with (one for a single-file input,
+    /// all for a multiple one). Empty: every file chooser is refused and nothing is
+    /// uploaded. The `file-upload` gate rule still applies to clicks on file inputs.
+    pub uploads: Vec<PathBuf>,
 }
 
 impl Default for SessionOptions {
@@ -119,6 +124,7 @@ impl Default for SessionOptions {
             downloads: None,
             settle_cap: Duration::from_secs(5),
             start_url: None,
+            uploads: Vec::new(),
         }
     }
 }
@@ -599,6 +605,8 @@ impl Browser {
             deferred_turn: false,
             pending_popup: None,
             _blocking_proxy: blocking_proxy,
+            uploads: opts.uploads.clone(),
+            notes: Vec::new(),
             closed: false,
             generation,
             lost_rx: self.shared.lost_tx.subscribe(),
@@ -699,8 +707,8 @@ fn scroll_offset(v: &serde_json::Value) -> Option<(f64, f64)> {
 /// scroll position).
 const NEXT_FRAME_JS: &str = "new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)))";
 
-/// Fixed viewport and DPR; file choosers swallowed (nothing is uploaded unless a later API
-/// supplies files).
+/// Fixed viewport and DPR; file choosers intercepted (no dialog; `answer_file_choosers`
+/// fills them from the session's upload files or leaves them empty).
 async fn prepare_page(page: &Page, viewport: Size, dpr: f64) -> Result<()> {
     page.execute(SetDeviceMetricsOverrideParams::new(
         i64::from(viewport.width),
@@ -727,6 +735,8 @@ struct NetWatch {
     /// The main frame's URL as of the last drained event (`None` until one arrives), so
     /// reporting `current_url` costs no round trip to the page.
     url: Option<String>,
+    /// File choosers opened and not answered yet: (input node, multiple).
+    choosers: Vec<(Option<BackendNodeId>, bool)>,
     /// Requests, loads and URL changes seen so far: tells whether the page started work
     /// between two points in time, even work that already finished.
     activity: u64,
@@ -739,6 +749,12 @@ enum NetEvent {
     FrameStop(String),
     /// (frame, url): a new document, or a same-document change (fragment, `pushState`).
     Url(String, String),
+    /// The page opened a file chooser (intercepted: no dialog shows). The node is the
+    /// `<input type=file>` when there is one; `multiple` says how many files it takes.
+    FileChooser {
+        input: Option<BackendNodeId>,
+        multiple: bool,
+    },
 }
 
 impl NetWatch {
@@ -792,8 +808,18 @@ impl NetWatch {
             .map_err(cdp)?
             .map(|e| NetEvent::Url(e.frame_id.inner().clone(), e.url.clone()))
             .boxed();
+        let h = page
+            .event_listener::<EventFileChooserOpened>()
+            .await
+            .map_err(cdp)?
+            .map(|e| NetEvent::FileChooser {
+                input: e.backend_node_id,
+                multiple: e.mode == FileChooserOpenedMode::SelectMultiple,
+            })
+            .boxed();
         Ok(Self {
-            events: futures::stream::select_all([a, b, c, d, e, f, g]),
+            events: futures::stream::select_all([a, b, c, d, e, f, g, h]),
+            choosers: Vec::new(),
             inflight: HashSet::new(),
             loading: false,
             main_frame: page.target_id().inner().clone(),
@@ -805,7 +831,10 @@ impl NetWatch {
     fn apply(&mut self, ev: NetEvent) {
         if matches!(
             ev,
-            NetEvent::Start(_) | NetEvent::FrameStart(_) | NetEvent::Url(..)
+            NetEvent::Start(_)
+                | NetEvent::FrameStart(_)
+                | NetEvent::Url(..)
+                | NetEvent::FileChooser { .. }
         ) {
             self.activity += 1;
         }
@@ -823,6 +852,7 @@ impl NetWatch {
             }
             NetEvent::FrameStop(f) if f == self.main_frame => self.loading = false,
             NetEvent::Url(f, url) if f == self.main_frame => self.url = Some(url),
+            NetEvent::FileChooser { input, multiple } => self.choosers.push((input, multiple)),
             _ => {}
         }
     }
@@ -867,6 +897,10 @@ pub struct BrowserSession {
     pending_popup: Option<TargetId>,
     /// The session's SOCKS proxy when its policy is a block-list only; stops with it.
     _blocking_proxy: Option<BlockingProxy>,
+    /// What file choosers are answered with (see [`SessionOptions::uploads`]).
+    uploads: Vec<PathBuf>,
+    /// Notes for the model about this step (see [`Backend::take_notes`]).
+    notes: Vec<String>,
     /// The Chromium process this session lives in.
     generation: u64,
     /// Tells when a generation is lost (the newest lost one).
@@ -1310,6 +1344,7 @@ impl BrowserSession {
         }
         // 2. Wait for the network to go quiet and the main frame to finish loading.
         self.net.drain();
+        self.answer_file_choosers().await?;
         if self.net.quiet() {
             // Nothing happened after the page's turn: its scroll offset is still current.
             self.scroll_hint = scroll;
@@ -1363,6 +1398,44 @@ impl BrowserSession {
         // the shot may predate the result. Settle fully and capture what the page became.
         self.settle_inner(false).await?;
         Ok(self.capture_once(plan, format).await?.0)
+    }
+
+    /// Answers the file choosers the page opened: with the session's upload files, or not
+    /// at all (the input stays empty). Either way the model is told in the step's text.
+    async fn answer_file_choosers(&mut self) -> Result<()> {
+        for (input, multiple) in std::mem::take(&mut self.net.choosers) {
+            let Some(input) = input.filter(|_| !self.uploads.is_empty()) else {
+                self.notes.push(if self.uploads.is_empty() {
+                    "A file chooser opened and was refused: this session allows no uploads."
+                        .to_owned()
+                } else {
+                    "A file chooser opened without a file input to fill; nothing was uploaded."
+                        .to_owned()
+                });
+                continue;
+            };
+            let count = if multiple { self.uploads.len() } else { 1 };
+            let chosen = &self.uploads[..count];
+            let mut params = SetFileInputFilesParams::new(
+                chosen.iter().map(|p| p.display().to_string()).collect(),
+            );
+            params.backend_node_id = Some(input);
+            self.page.execute(params).await.map_err(cdp)?;
+            let names: Vec<String> = chosen
+                .iter()
+                .map(|p| {
+                    p.file_name().map_or_else(
+                        || p.display().to_string(),
+                        |n| n.to_string_lossy().into_owned(),
+                    )
+                })
+                .collect();
+            self.notes.push(format!(
+                "A file chooser opened and was given: {}.",
+                names.join(", ")
+            ));
+        }
+        Ok(())
     }
 
     /// One capture; also returns the scroll offset the clip was placed at.
@@ -1431,6 +1504,10 @@ impl BrowserSession {
 impl Backend for BrowserSession {
     fn name(&self) -> &'static str {
         "browser"
+    }
+
+    fn take_notes(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notes)
     }
 
     fn scaler(&self) -> Scaler {

@@ -37,6 +37,11 @@ pub trait Backend {
     /// cap was hit.
     async fn settle(&mut self) -> Result<bool>;
     async fn capture(&mut self, plan: &CapturePlan, format: ImageFormat) -> Result<EncodedImage>;
+    /// What happened on the screen's side during the step that the model should read
+    /// (a file chooser answered or refused); reported in the step's `text`.
+    fn take_notes(&mut self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// How a step ended.
@@ -410,6 +415,11 @@ impl<B: Backend> Computer<B> {
         };
         report.screenshot = Some(self.backend.capture(&plan, self.opts.format).await?);
         report.timings_ms.capture = ms(tc);
+        let notes = self.backend.take_notes();
+        if !notes.is_empty() {
+            let text = report.text.take().into_iter().chain(notes);
+            report.text = Some(text.collect::<Vec<_>>().join("\n"));
+        }
         report.current_url = Some(self.backend.current_url().await?);
         report.timings_ms.total = ms(t0);
         self.finish(report, &call, raw, None).await

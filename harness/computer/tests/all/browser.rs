@@ -283,6 +283,63 @@ async fn settle_waits_for_requests_the_action_started() {
     .await;
 }
 
+/// File choosers, however they open (here from script), are answered with the session's
+/// upload files or refused, and the model reads which in the step's text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn file_choosers_get_the_session_uploads_or_are_refused() {
+    let server = PageServer::start(None).await;
+    let dir = tempfile::tempdir().unwrap();
+    let files: Vec<_> = ["a.txt", "b.txt"]
+        .iter()
+        .map(|name| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, name).unwrap();
+            path
+        })
+        .collect();
+    with_browser(|browser| async move {
+        // 1280x800 shown as 1024x640: model = css * 0.8.
+        let attach = json!({"action": "left_click", "coordinate": [80, 40]});
+        let opts = session_opts(
+            Size::new(1280, 800),
+            1.0,
+            fixed(),
+            Some(server.url("/upload")),
+        );
+        let mut c = computer(&browser, opts, Rules::allow_all()).await;
+        let r = ok_step(&mut c, Vendor::Anthropic, attach.clone()).await;
+        let text = r.text.unwrap_or_default();
+        assert!(text.contains("refused"), "{text}");
+        assert_eq!(
+            eval(&c, "document.getElementById('one').files.length").await,
+            0
+        );
+        c.into_backend().close().await.unwrap();
+
+        let mut opts = session_opts(
+            Size::new(1280, 800),
+            1.0,
+            fixed(),
+            Some(server.url("/upload")),
+        );
+        opts.uploads = files;
+        let mut c = computer(&browser, opts, Rules::allow_all()).await;
+        let r = ok_step(&mut c, Vendor::Anthropic, attach).await;
+        assert!(r.text.unwrap_or_default().contains("a.txt"));
+        assert_eq!(eval(&c, "document.title").await, "one:a.txt");
+        // A multiple-file input takes them all.
+        ok_step(
+            &mut c,
+            Vendor::Anthropic,
+            json!({"action": "left_click", "coordinate": [80, 180]}),
+        )
+        .await;
+        assert_eq!(eval(&c, "document.title").await, "many:a.txt,b.txt");
+        c.into_backend().close().await.unwrap();
+    })
+    .await;
+}
+
 /// Work a click queues in a timer (a fetch, a scroll) is in the screenshot of that step:
 /// settling does not wait for the timer turn, so the capture must notice and capture again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -177,6 +177,16 @@ fn route(
              </script><div style='height:3000px'></div><div style='height:2000px;background:rgb(0, 160, 0)'></div></body></html>"
                 .into(),
         ),
+        // A button that opens a file chooser from script, and a multiple-file input.
+        "/upload" => html(
+            "<!doctype html><html><head><title>upload</title></head><body style='margin:0'>\
+             <button style='position:absolute;left:0;top:0;width:200px;height:100px' onclick='document.getElementById(\"one\").click()'>Attach</button>\
+             <input type=file id=one style='position:absolute;left:0;top:300px'>\
+             <input type=file id=many multiple style='position:absolute;left:0;top:200px;width:200px;height:50px'>\
+             <script>for (const i of document.querySelectorAll('input')) i.onchange = () => \
+               document.title = i.id + ':' + [...i.files].map(f => f.name).join(',');</script></body></html>"
+                .into(),
+        ),
         "/delay" | "/late" => ("200 OK", "text/plain", "done".into(), String::new()),
         "/download" => ("200 OK", "application/octet-stream", "secret".into(), "Content-Disposition: attachment; filename=x.bin\r\n".into()),
         _ => html(format!("<!doctype html><title>page {path} on {me}</title><body>hello</body>")),
