@@ -7,6 +7,9 @@
 //! 3. Suspend → post result → resume: from sending `POST /tool_results` to the stream
 //!    delivering the call's `tool.result`.
 //! 4. 200 concurrent executions over HTTP: throughput, p99, lost results.
+//! 5. Computer use over HTTP: `POST /v1/computers/{id}/actions` with a left_click →
+//!    the step's JSON (screenshot included), on a local page; and opening a session.
+//!    Needs Chromium (skipped without it). `BENCH_COMPUTER_ONLY=1` runs only this part.
 
 #![allow(
     clippy::expect_used,
@@ -22,15 +25,20 @@ use cordon_sandbox::{Sandbox, SandboxConfig};
 use cordon_server::{HttpApi, HttpOptions, McpServer, Store};
 use serde_json::{Value, json};
 
-async fn start_http(sandbox: Sandbox) -> String {
+async fn start_http(
+    sandbox: Sandbox,
+    trajectories: &std::path::Path,
+) -> (String, cordon_server::http::ShutdownHandle) {
     let store = Store::in_memory().expect("in-memory store");
-    let api = HttpApi::new(sandbox, store, HttpOptions::default()).expect("api");
+    let options = HttpOptions::default().trajectories(Some(trajectories.to_owned()));
+    let api = HttpApi::new(sandbox, store, options).expect("api");
+    let handle = api.shutdown_handle();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
     let url = format!("http://{}", listener.local_addr().expect("addr"));
     tokio::spawn(api.serve(listener, std::future::pending()));
-    url
+    (url, handle)
 }
 
 async fn sandbox_id(http: &reqwest::Client, url: &str, body: Value) -> String {
@@ -206,6 +214,118 @@ async fn mcp_round_trip(sandbox: Sandbox) {
     );
 }
 
+/// A page with one 280×200 button that changes text and colour on every click.
+const PAGE: &str = "<!doctype html><html><head><style>body{margin:0}#b{position:absolute;\
+left:100px;top:100px;width:280px;height:200px;font-size:32px;background:#ddd}\
+#b.on{background:#3a7}</style></head><body><button id=b onclick=\"this.classList.toggle('on');\
+this.textContent=this.classList.contains('on')?'on':'off'\">off</button></body></html>";
+
+async fn page_server() -> String {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/", listener.local_addr().expect("addr"));
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buffer = vec![0u8; 4096];
+                let _ = socket.read(&mut buffer).await;
+                let response = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\
+                     Connection: close\r\n\r\n{PAGE}",
+                    PAGE.len()
+                );
+                let _ = socket.write_all(response.as_bytes()).await;
+            });
+        }
+    });
+    url
+}
+
+async fn computer_steps(http: &reqwest::Client, url: &str) {
+    let page = page_server().await;
+    for format in ["png", "jpeg"] {
+        let mut opens = Vec::new();
+        let mut computer = String::new();
+        for round in 0..6 {
+            let started = Instant::now();
+            let response = http
+                .post(format!("{url}/v1/computers"))
+                .json(&json!({"url": page, "display": "1024x640", "rules": [], "image_format": format}))
+                .send()
+                .await
+                .expect("open");
+            if response.status() == reqwest::StatusCode::SERVICE_UNAVAILABLE {
+                println!(
+                    "computer steps: skipped ({})",
+                    response.text().await.unwrap_or_default()
+                );
+                return;
+            }
+            assert_eq!(response.status(), reqwest::StatusCode::CREATED);
+            let created: Value = response.json().await.expect("json");
+            if round > 0 {
+                // The first open starts Chromium.
+                opens.push(started.elapsed());
+            }
+            if !computer.is_empty() {
+                let _ = http
+                    .delete(format!("{url}/v1/computers/{computer}"))
+                    .send()
+                    .await;
+            }
+            computer = created["id"].as_str().expect("id").to_owned();
+        }
+        // The button's centre, (240, 200) CSS px, in the 1024x640 display: (192, 160).
+        let click = json!({"actions": [{"action": "left_click", "coordinate": [192, 160]}]});
+        let mut samples = Vec::new();
+        let mut engine_ms = Vec::new();
+        for round in 0..220 {
+            let started = Instant::now();
+            let step: Value = http
+                .post(format!("{url}/v1/computers/{computer}/actions"))
+                .json(&click)
+                .send()
+                .await
+                .expect("step")
+                .json()
+                .await
+                .expect("json");
+            let elapsed = started.elapsed();
+            assert_eq!(step["status"], "ok", "{step}");
+            assert!(
+                step["screenshot"]["data"]
+                    .as_str()
+                    .is_some_and(|d| !d.is_empty())
+            );
+            if round >= 20 {
+                samples.push(elapsed);
+                engine_ms.push(Duration::from_secs_f64(
+                    step["timings_ms"]["total"].as_f64().unwrap_or(0.0) / 1000.0,
+                ));
+            }
+        }
+        let _ = http
+            .delete(format!("{url}/v1/computers/{computer}"))
+            .send()
+            .await;
+        let s = summarize(&mut samples);
+        let engine = summarize(&mut engine_ms);
+        let open = summarize(&mut opens);
+        println!(
+            "computer step over HTTP ({format}): POST actions left_click → step JSON: p50 {}  p99 {}  \
+             (engine's own total p50 {}; n={}); POST /v1/computers → 201 p50 {} (n={})",
+            fmt(s.p50),
+            fmt(s.p99),
+            fmt(engine.p50),
+            s.count,
+            fmt(open.p50),
+            open.count
+        );
+    }
+}
+
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -219,12 +339,19 @@ fn main() {
         )
         .await
         .expect("sandbox");
-        let url = start_http(sandbox.clone()).await;
+        let trajectories = tempfile::tempdir().expect("tempdir");
+        let (url, stop) = start_http(sandbox.clone(), trajectories.path()).await;
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(60))
             .pool_max_idle_per_host(256)
             .build()
             .expect("client");
+        computer_steps(&http, &url).await;
+        // Chromium stops now, not when the process exits (it would outlive it).
+        stop.shutdown().await;
+        if std::env::var_os("BENCH_COMPUTER_ONLY").is_some() {
+            return;
+        }
         http_print(&http, &url).await;
         suspend_resume(&http, &url).await;
         concurrent(&http, &url).await;

@@ -4,6 +4,8 @@
 #   - the pinned Rust toolchain and its wasm32-wasip1 target (rust-toolchain.toml)
 #   - clang, lld, wasi-libc, libclang-rt-dev-wasm32, llvm: compile QuickJS for wasm
 #   - chromium: the computer-use browser backend and its tests
+#   - xvfb, xterm, x11-utils (xmessage, xev, xwininfo), x11-xkb-utils (setxkbmap), xdotool:
+#     the desktop backend and its tests; libxkbcommon-dev: enigo links libxkbcommon
 #   - the Python clients of the end-to-end tests (tests/requirements.txt: httpx, mcp)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,7 +22,8 @@ if ! rustup target list --installed --toolchain "$toolchain" 2>/dev/null | grep 
     rustup toolchain install "$toolchain" --profile minimal -c rustfmt -c clippy -t wasm32-wasip1 >&2
 fi
 
-packages=(clang lld wasi-libc libclang-rt-dev-wasm32 llvm chromium)
+packages=(clang lld wasi-libc libclang-rt-dev-wasm32 llvm chromium
+    xvfb xterm x11-utils x11-xkb-utils xdotool libxkbcommon-dev)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

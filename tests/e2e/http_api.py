@@ -5,10 +5,14 @@ Each scenario asserts what the HTTP API promises and exits non-zero on the first
 Everything is bounded: every request and stream has a timeout.
 """
 
+import base64
 import json
 import sys
+import time
 
 import httpx
+
+from pages import BUY, DISPLAY, GO, serve_page
 
 TIMEOUT = httpx.Timeout(30.0)
 
@@ -329,8 +333,14 @@ def scenario_before_kill(base, state_file):
     execution = start(http, sandbox, "print('started')\nawait lookup(key='never')")
     with http.stream("GET", f"/v1/executions/{execution}/events") as response:
         wait_for(sse_events(response), "execution.awaiting")
+    # A computer session that is open, with a step waiting for approval.
+    with serve_page() as page:
+        computer = open_computer(http, page)
+        assert act(http, computer, [click(GO)])["status"] == "ok"
+        approval = act(http, computer, [click(BUY)])["pending_approval"]["approval_id"]
     with open(state_file, "w") as out:
-        json.dump({"sandbox": sandbox, "done": done, "suspended": execution}, out)
+        json.dump({"sandbox": sandbox, "done": done, "suspended": execution,
+                   "computer": computer, "page": page, "approval": approval}, out)
 
 
 def scenario_after_restart(base, state_file):
@@ -357,6 +367,19 @@ def scenario_after_restart(base, state_file):
     sandbox = http.get(f"/v1/sandboxes/{state['sandbox']}").json()
     assert sandbox["state"] == "expired" and sandbox["reason"], sandbox
     check_error(http.post(f"/v1/sandboxes/{state['sandbox']}/executions", json={"code": "1"}), 410, "sandbox_expired")
+    # The computer session reports that it is over, and why; its history is intact.
+    computer = state["computer"]
+    info = http.get(f"/v1/computers/{computer}").json()
+    assert info["state"] == "expired" and "server stopped" in info["reason"], info
+    assert info["steps"] == 3 and info["pending_approval"] is None, info
+    assert info["current_url"] == state["page"] + "#clicked", info
+    body = check_error(http.post(f"/v1/computers/{computer}/actions", json={"actions": [click(GO)]}), 410, "computer_expired")
+    assert "server stopped" in body["message"], body
+    check_error(http.post(f"/v1/approvals/{state['approval']}", json={"decision": "approve"}), 409, "approval_expired")
+    steps = http.get(f"/v1/computers/{computer}/trajectory").json()["steps"]
+    assert [s["status"] for s in steps] == ["ok", "ok", "approval_required"], steps
+    image = http.get(steps[1]["screenshot"]["url"])
+    assert image.status_code == 200 and image.content.startswith(PNG_MAGIC)
     # The restarted server works.
     fresh = create_sandbox(http)
     _, events = run_to_end(http, fresh, "1")
@@ -381,6 +404,191 @@ def scenario_connected(base):
     check_error(http.post("/v1/sandboxes", json=clash), 422, "invalid_tools")
 
 
+# --- computer use ---------------------------------------------------------------------
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def open_computer(http, url, **extra):
+    response = http.post("/v1/computers", json={"url": url, "display": DISPLAY, **extra})
+    assert response.status_code == 201, response.text
+    created = response.json()
+    assert created["id"].startswith("cmp_"), created
+    assert response.headers["location"] == f"/v1/computers/{created['id']}"
+    assert created["display"] == {"width": 1024, "height": 640}, created
+    assert created["viewport"] == {"width": 1280, "height": 800}, created
+    shot = created["screenshot"]
+    assert (shot["media_type"], shot["width"], shot["height"]) == ("image/png", 1024, 640), shot
+    assert base64.b64decode(shot["data"]).startswith(PNG_MAGIC)
+    assert created["current_url"] == url, created
+    return created["id"]
+
+
+def act(http, computer, actions, status=200, **extra):
+    response = http.post(f"/v1/computers/{computer}/actions", json={"actions": actions, **extra})
+    assert response.status_code == status, response.text
+    return response.json()
+
+
+def click(x_y):
+    return {"action": "left_click", "coordinate": x_y}
+
+
+def scenario_computers(base):
+    http = client(base)
+    with serve_page() as page:
+        # Bad set-ups are 4xx with a type, before any browser starts.
+        check_error(http.post("/v1/computers", json={}), 422, "invalid_request")
+        check_error(http.post("/v1/computers", json={"url": page, "dpr": 3}), 422, "invalid_request")
+        check_error(http.post("/v1/computers", json={"url": page, "display": "huge"}), 422, "invalid_request")
+        check_error(http.post("/v1/computers", json={"url": page, "colour": "red"}), 422, "invalid_request")
+        blocked = {"url": page, "allow_origins": ["https://example.com"]}
+        check_error(http.post("/v1/computers", json=blocked), 422, "url_blocked")
+        check_error(http.post("/v1/computers/cmp_nope/actions", json={"actions": [click(GO)]}), 404, "not_found")
+        check_error(http.get("/v1/computers/cmp_nope"), 404, "not_found")
+        check_error(http.get("/v1/computers/cmp_nope/trajectory"), 404, "not_found")
+        check_error(http.delete("/v1/computers/cmp_nope"), 404, "not_found")
+
+        idle = open_computer(http, page, ttl_seconds=1)  # checked at the end
+        computer = open_computer(http, page)
+        info = http.get(f"/v1/computers/{computer}").json()
+        assert info["state"] == "live" and info["steps"] == 1 and info["pending_approval"] is None, info
+
+        # A click at a known model-display position hits the button (coordinates scale
+        # from 1024x640 to the 1280x800 viewport); the vendor's call id comes back.
+        step = act(http, computer, [click(GO)], call_id="toolu_01")
+        assert step["status"] == "ok" and step["call_id"] == "toolu_01", step
+        assert step["current_url"] == page + "#clicked", step
+        assert step["screenshot"]["width"] == 1024 and step["error"] is None, step
+        assert base64.b64decode(step["screenshot"]["data"]).startswith(PNG_MAGIC)
+
+        # Model mistakes are steps with status `error`, never HTTP errors.
+        step = act(http, computer, [{"action": "fly"}], call_id="toolu_02")
+        assert step["status"] == "error" and step["step"] is None, step
+        assert "unknown action `fly`" in step["error"] and step["call_id"] == "toolu_02", step
+        step = act(http, computer, [click([2000, 10])])
+        assert step["status"] == "error" and "outside the screen" in step["error"], step
+        assert step["screenshot"] is None, step
+        check_error(http.post(f"/v1/computers/{computer}/actions", json={"actions": []}), 422, "invalid_request")
+        check_error(http.post(f"/v1/computers/{computer}/actions", json={"format": "cobol", "actions": [click(GO)]}), 422, "invalid_request")
+
+        # OpenAI's batched form: every action runs, then one screenshot.
+        step = act(
+            http, computer,
+            [{"type": "move", "x": 10, "y": 10}, {"type": "click", "x": GO[0], "y": GO[1], "button": "left"}],
+            format="openai", call_id="call_batch",
+        )
+        assert step["status"] == "ok" and step["call_id"] == "call_batch", step
+        # Gemini's 0-999 grid reaches the same button.
+        step = act(http, computer, [{"name": "click_at", "args": {"x": 156, "y": 187}}], format="gemini")
+        assert step["status"] == "ok", step
+
+        # An `ask` rule (the default rules ask before "Buy now"): the step waits, the
+        # client decides with POST /v1/approvals/{id}, the answer carries the step.
+        step = act(http, computer, [click(BUY)], call_id="toolu_buy")
+        assert step["status"] == "approval_required", step
+        approval = step["pending_approval"]
+        assert approval["rule"] == "high-impact-button" and approval["action"] == "click", approval
+        assert "Buy now" in approval["element"], approval
+        assert http.get(f"/v1/computers/{computer}").json()["pending_approval"] == approval
+        pending = check_error(
+            http.post(f"/v1/computers/{computer}/actions", json={"actions": [click(GO)]}),
+            409, "approval_pending",
+        )
+        assert approval["approval_id"] in pending["message"], pending
+        decided = http.post(f"/v1/approvals/{approval['approval_id']}", json={"decision": "approve"})
+        assert decided.status_code == 200, decided.text
+        decided = decided.json()
+        assert decided["computer_id"] == computer and "execution_id" not in decided, decided
+        assert decided["step"]["status"] == "ok", decided
+        assert decided["step"]["resolves"] == approval["approval_id"], decided
+        assert decided["step"]["call_id"] == "toolu_buy", decided
+        assert decided["step"]["current_url"] == page + "#bought", decided
+        check_error(http.post(f"/v1/approvals/{approval['approval_id']}", json={"decision": "deny"}), 409, "approval_decided")
+        # Denied: nothing runs, the model gets the refusal.
+        act(http, computer, [click(GO)])
+        step = act(http, computer, [click(BUY)])
+        denied = http.post(f"/v1/approvals/{step['pending_approval']['approval_id']}", json={"decision": "deny"}).json()
+        assert denied["step"]["status"] == "denied" and "declined" in denied["step"]["error"], denied
+        assert http.get(f"/v1/computers/{computer}").json()["current_url"] == page + "#clicked"
+
+        # The trajectory: every step the server ran, with screenshots to fetch.
+        trajectory = http.get(f"/v1/computers/{computer}/trajectory").json()
+        steps = trajectory["steps"]
+        assert [s["step"] for s in steps] == list(range(1, len(steps) + 1)), steps
+        statuses = [s["status"] for s in steps]
+        assert statuses[:3] == ["ok", "ok", "error"], statuses
+        assert statuses.count("approval_required") == 2 and statuses[-1] == "denied", statuses
+        assert steps[1]["call"]["actions"][0]["kind"] == "click", steps[1]
+        assert steps[1]["screen_ops"], steps[1]
+        shot = steps[1]["screenshot"]
+        image = http.get(shot["url"])
+        assert image.status_code == 200 and image.headers["content-type"] == "image/png", image
+        assert image.content.startswith(PNG_MAGIC)
+        assert [s["step"] for s in http.get(f"/v1/computers/{computer}/trajectory?after=3").json()["steps"]] == [s["step"] for s in steps[3:]]
+        check_error(http.get(f"/v1/computers/{computer}/trajectory/3/screenshot"), 404, "not_found")
+        check_error(http.get(f"/v1/computers/{computer}/trajectory/x/screenshot"), 400, "invalid_path")
+
+        # DELETE closes the session; its history stays until a second DELETE.
+        assert http.delete(f"/v1/computers/{computer}").status_code == 204
+        info = http.get(f"/v1/computers/{computer}").json()
+        assert info["state"] == "closed" and info["reason"], info
+        check_error(http.post(f"/v1/computers/{computer}/actions", json={"actions": [click(GO)]}), 410, "computer_closed")
+        assert len(http.get(f"/v1/computers/{computer}/trajectory").json()["steps"]) == len(steps)
+        assert http.delete(f"/v1/computers/{computer}").status_code == 204
+        check_error(http.get(f"/v1/computers/{computer}"), 404, "not_found")
+        check_error(http.get(shot["url"]), 404, "not_found")
+
+        # Rules come with the session: `[]` allows everything.
+        free = open_computer(http, page, rules=[])
+        assert act(http, free, [click(BUY)])["status"] == "ok"
+        assert http.delete(f"/v1/computers/{free}").status_code == 204
+
+        # A session idle beyond its ttl is closed by the server, and says so.
+        deadline = time.monotonic() + 20
+        while http.get(f"/v1/computers/{idle}").json()["state"] == "live" and time.monotonic() < deadline:
+            time.sleep(0.5)
+        info = http.get(f"/v1/computers/{idle}").json()
+        assert info["state"] == "expired" and "ttl" in info["reason"], info
+        check_error(http.post(f"/v1/computers/{idle}/actions", json={"actions": [click(GO)]}), 410, "computer_expired")
+    doc = http.get("/openapi.json").json()
+    for path in ["/v1/computers", "/v1/computers/{id}/actions", "/v1/computers/{id}/trajectory"]:
+        assert path in doc["paths"], list(doc["paths"])
+
+
+def scenario_no_browser(base):
+    """A server without Chromium serves sandboxes and says how to get computer use."""
+    http = client(base)
+    body = check_error(http.post("/v1/computers", json={"url": "http://127.0.0.1:9/"}), 503, "browser_unavailable")
+    assert "apt-get install" in body["message"] and "--chromium" in body["message"], body
+    sandbox = create_sandbox(http)
+    _, events = run_to_end(http, sandbox, "1 + 1")
+    assert events[-1][2]["result"] == 2
+
+
+def scenario_retention(base):
+    """`--retain 2s`: what ended goes (with its trajectory); what runs or is open stays."""
+    http = client(base)
+    sandbox = create_sandbox(http)
+    finished, _ = run_to_end(http, sandbox, "1")
+    with serve_page() as page:
+        closed = open_computer(http, page)
+        assert http.delete(f"/v1/computers/{closed}").status_code == 204
+        live = open_computer(http, page)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            gone = [
+                http.get(f"/v1/executions/{finished}").status_code,
+                http.get(f"/v1/computers/{closed}").status_code,
+            ]
+            if gone == [404, 404]:
+                break
+            time.sleep(0.5)
+        assert gone == [404, 404], gone
+        assert http.get(f"/v1/computers/{live}").json()["state"] == "live"
+        assert act(http, live, [click(GO)])["status"] == "ok"
+
+
 SCENARIOS = {
     "connected": scenario_connected,
     "basics": scenario_basics,
@@ -391,6 +599,9 @@ SCENARIOS = {
     "auth": scenario_auth,
     "before_kill": scenario_before_kill,
     "after_restart": scenario_after_restart,
+    "computers": scenario_computers,
+    "no_browser": scenario_no_browser,
+    "retention": scenario_retention,
 }
 
 if __name__ == "__main__":

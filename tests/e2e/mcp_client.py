@@ -6,11 +6,14 @@ Usage:
 Exits non-zero on the first failed check; every call is bounded by a timeout.
 """
 
+import base64
 import sys
 
 import anyio
 import mcp_types as types
 from mcp import Client, StdioServerParameters
+
+from pages import BUY, DISPLAY, GO, serve_page
 
 CALL_TIMEOUT = 60
 
@@ -24,10 +27,106 @@ async def call(client, arguments, **kwargs):
         return await client.call_tool("execute_code", arguments, **kwargs)
 
 
+async def tool(client, name, arguments):
+    with anyio.fail_after(CALL_TIMEOUT):
+        return await client.call_tool(name, arguments)
+
+
+TOOLS = ["execute_code", "computer_open", "computer", "computer_close"]
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def image_of(result):
+    images = [block for block in result.content if getattr(block, "type", "") == "image"]
+    assert len(images) == 1, result.content
+    assert images[0].mime_type == "image/png", images[0]
+    data = base64.b64decode(images[0].data)
+    assert data.startswith(PNG_MAGIC)
+    return data
+
+
+async def open_page(client, page):
+    result = await tool(client, "computer_open", {"url": page, "display": DISPLAY})
+    assert not result.is_error, text_of(result)
+    image_of(result)
+    computer = result.structured_content["id"]
+    assert f"id: {computer}" in text_of(result), text_of(result)
+    assert result.structured_content["display"] == {"width": 1024, "height": 640}, result.structured_content
+    assert result.structured_content["current_url"] == page, result.structured_content
+    return computer
+
+
+async def computers(client):
+    """computer_open / computer / computer_close with a real browser on a local page."""
+    with serve_page() as page:
+        computer = await open_page(client, page)
+        result = await tool(client, "computer", {"id": computer, "action": "left_click", "coordinate": GO})
+        assert not result.is_error, text_of(result)
+        image_of(result)
+        assert f"current_url: {page}#clicked" in text_of(result), text_of(result)
+        assert result.structured_content["status"] == "ok", result.structured_content
+        assert "data" not in result.structured_content["screenshot"], result.structured_content
+        # The nested form works too.
+        result = await tool(client, "computer", {"id": computer, "action": {"action": "screenshot"}})
+        assert not result.is_error, text_of(result)
+        # What the model can fix is an isError result, not a JSON-RPC error.
+        for arguments, needle in [
+            ({"id": computer, "action": "fly"}, "unknown action `fly`"),
+            ({"id": computer, "action": "left_click", "coordinate": [5000, 5]}, "outside the screen"),
+            ({"id": computer, "action": "left_click", "coordinate": "here"}, "coordinate"),
+            ({"id": "cmp_nope", "action": "screenshot"}, "no open browser"),
+            ({"action": "screenshot"}, "`id` is required"),
+        ]:
+            result = await tool(client, "computer", arguments)
+            assert result.is_error and needle in text_of(result), (arguments, text_of(result))
+        result = await tool(client, "computer_open", {"url": page, "dpr": 3})
+        assert result.is_error and "dpr" in text_of(result), text_of(result)
+        result = await tool(client, "computer_open", {"url": page, "rules": []})
+        assert result.is_error, text_of(result)
+        result = await tool(client, "computer_close", {"id": computer})
+        assert not result.is_error and "closed" in text_of(result), text_of(result)
+        result = await tool(client, "computer", {"id": computer, "action": "screenshot"})
+        assert result.is_error and "no open browser" in text_of(result), text_of(result)
+
+
+async def computer_approvals(binary, tools_file):
+    """`ask` rules on computer actions: elicitation when the client supports it."""
+    asked = []
+
+    async def approve(context, params):
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+    async def decline(context, params):
+        asked.append(params.message)
+        return types.ElicitResult(action="decline")
+
+    with serve_page() as page:
+        buy = {"action": "left_click", "coordinate": BUY}
+        async with Client(server(binary, tools_file), mode="legacy", elicitation_callback=approve) as client:
+            computer = await open_page(client, page)
+            result = await tool(client, "computer", {"id": computer, **buy})
+            assert not result.is_error, text_of(result)
+            assert f"current_url: {page}#bought" in text_of(result), text_of(result)
+            assert result.structured_content["resolves"], result.structured_content
+        async with Client(server(binary, tools_file), mode="legacy", elicitation_callback=decline) as client:
+            computer = await open_page(client, page)
+            result = await tool(client, "computer", {"id": computer, **buy})
+            assert result.is_error and "status: denied" in text_of(result), text_of(result)
+            assert f"current_url: {page}\n" in text_of(result) + "\n", text_of(result)
+        assert len(asked) == 2 and "Buy now" in asked[0] and "high-impact-button" in asked[0], asked
+        # Without elicitation nobody can be asked: refused, and the result says why.
+        async with Client(server(binary, tools_file), mode="legacy") as client:
+            computer = await open_page(client, page)
+            result = await tool(client, "computer", {"id": computer, **buy})
+            assert result.is_error and "[refused]" in text_of(result), text_of(result)
+            assert "elicitation" in text_of(result), text_of(result)
+
+
 async def basics(client):
     tools = await client.list_tools()
     names = [tool.name for tool in tools.tools]
-    assert names == ["execute_code"], names
+    assert names == TOOLS, names
     schema = tools.tools[0].input_schema
     assert schema["required"] == ["code"], schema
 
@@ -170,14 +269,16 @@ async def main_stdio(binary, tools_file):
             await basics(client)
             if mode == "legacy":
                 await progress_and_cancel(client)
+                await computers(client)
     await approvals(binary, tools_file)
+    await computer_approvals(binary, tools_file)
     await connected(binary)
 
 
 async def main_http(url):
     async with Client(url, mode="legacy") as client:
         tools = await client.list_tools()
-        assert [tool.name for tool in tools.tools] == ["execute_code"]
+        assert [tool.name for tool in tools.tools] == TOOLS
         result = await call(client, {"code": "print('over http')\n1 + 1"})
         assert not result.is_error and result.structured_content["result"] == 2, result
         await call(client, {"code": "v = 'kept'", "session_id": "h"})
@@ -198,6 +299,15 @@ async def main_http(url):
         assert client.protocol_version == "2025-11-25", client.protocol_version
         result = await call(client, {"code": APPROVAL_CODE})
         assert result.structured_content["result"] == {"ok": True}, result.structured_content
+        await computers(client)
+        # Computer approvals are elicitations over HTTP too; sessions are per connection.
+        with serve_page() as page:
+            computer = await open_page(client, page)
+            result = await tool(client, "computer", {"id": computer, "action": "left_click", "coordinate": BUY})
+            assert not result.is_error and "#bought" in text_of(result), text_of(result)
+            async with Client(url, mode="legacy") as other:
+                result = await tool(other, "computer", {"id": computer, "action": "screenshot"})
+                assert result.is_error and "no open browser" in text_of(result), text_of(result)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-//! `cordon computer` (run a scripted action file in an isolated Chromium session) and
-//! `cordon replay` (re-run a recorded trajectory and report where it diverges).
+//! `cordon computer` (run a scripted action file in an isolated Chromium session, or with
+//! `--desktop` on an isolated X display) and `cordon replay` (re-run a recorded trajectory
+//! and report where it diverges).
 
 use anyhow::{Context as _, bail};
 use cordon_computer::browser::{Browser, BrowserOptions, SessionOptions};
@@ -8,7 +9,7 @@ use cordon_computer::gate::Rules;
 use cordon_computer::image::ImageFormat;
 use cordon_computer::origin::{OriginPattern, OriginPolicy};
 use cordon_computer::trajectory::{self, TrajectoryWriter};
-use cordon_computer::{Computer, EngineOptions, Status, StepReport};
+use cordon_computer::{Backend, Computer, EngineOptions, Status, StepReport};
 use cordon_protocol::computer::{Vendor, decode};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -17,12 +18,29 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// Run a scripted computer-use session: one action per line of `--actions`, in the chosen
-/// vendor's shape; prints one JSON line per step.
+/// vendor's shape; prints one JSON line per step. Exits 1 when a step ended in `error` or
+/// `denied`, 2 on a usage error.
 #[derive(Debug, clap::Args)]
 pub struct ComputerArgs {
     /// The page the session starts on.
+    #[arg(long, required_unless_present = "desktop")]
+    pub url: Option<String>,
+    /// Drive an isolated X display (Xvfb) instead of a browser.
+    #[arg(long, conflicts_with_all = ["url", "allow_origin", "block_origin", "downloads"])]
+    pub desktop: bool,
+    /// The X screen in pixels (desktop; default 1280x800).
+    #[arg(long, value_name = "WxH")]
+    pub screen: Option<String>,
+    /// Bits per pixel of the X screen: 16 or 24 (desktop; default 24).
     #[arg(long)]
-    pub url: String,
+    pub depth: Option<u8>,
+    /// A program to start in the display, e.g. `xterm -e 'cat > notes.txt'` (repeatable;
+    /// desktop). Split like a shell would, run without one, with a clean environment.
+    #[arg(long = "launch", value_name = "CMD")]
+    pub launch: Vec<String>,
+    /// The Xvfb binary (desktop).
+    #[arg(long, value_name = "PATH", env = "CORDON_XVFB")]
+    pub xvfb: Option<PathBuf>,
     /// Origins the session may reach (repeatable). None given: all but the blocked ones.
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     pub allow_origin: Vec<String>,
@@ -35,7 +53,8 @@ pub struct ComputerArgs {
     /// Model display preset: xga (1024x768), wxga (1280x800), fwxga (1366x768).
     #[arg(long, value_name = "NAME", conflicts_with = "display_budget")]
     pub display_preset: Option<String>,
-    /// Model display = the viewport scaled to a long edge <= 1568 px and <= 1.15 MP (default).
+    /// Model display = the viewport (screen) scaled to a long edge <= 1568 px and <= 1.15 MP
+    /// (default).
     #[arg(long)]
     pub display_budget: bool,
     /// Viewport in CSS pixels.
@@ -51,7 +70,8 @@ pub struct ComputerArgs {
     #[arg(long, default_value = "png")]
     pub image_format: String,
     /// Approval rules (JSON: {"rules": [...]}); default: ask before passwords, payment
-    /// fields, submit/buy/pay/delete/send/transfer/confirm buttons and new origins.
+    /// fields, submit/buy/pay/delete/send/transfer/confirm buttons and new origins; on a
+    /// desktop, ask before Ctrl+Alt chords.
     #[arg(long, value_name = "FILE")]
     pub rules: Option<PathBuf>,
     /// Approve every `ask`.
@@ -66,6 +86,14 @@ pub struct ComputerArgs {
     /// Allow downloads into this directory (refused otherwise).
     #[arg(long, value_name = "DIR")]
     pub downloads: Option<PathBuf>,
+    /// A file the page's file choosers are answered with (repeatable; a single-file input
+    /// gets the first). None given: every file chooser is refused.
+    #[arg(long = "upload", value_name = "FILE", conflicts_with = "desktop")]
+    pub uploads: Vec<PathBuf>,
+    /// Let Chromium draw frames as soon as they are ready instead of at 60 Hz: each
+    /// screenshot ~15 ms faster, but a page with a running animation burns a whole core.
+    #[arg(long, conflicts_with = "desktop")]
+    pub uncapped_frames: bool,
     /// Action script, one JSON action per line. `{"approve": "*"}` / `{"deny": "*"}` lines
     /// resolve a pending approval.
     #[arg(long, value_name = "FILE.jsonl")]
@@ -80,15 +108,29 @@ pub struct ComputerArgs {
 pub struct ReplayArgs {
     /// The trajectory directory (`session.json` + `steps.jsonl`).
     pub dir: PathBuf,
+    /// The Xvfb binary (desktop trajectories).
+    #[arg(long, value_name = "PATH", env = "CORDON_XVFB")]
+    pub xvfb: Option<PathBuf>,
     /// Chromium binary.
     #[arg(long, value_name = "PATH", env = "CORDON_CHROMIUM")]
     pub chromium: Option<PathBuf>,
 }
 
+/// How a desktop session was set up.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct DesktopMeta {
+    screen: Size,
+    depth: u8,
+    launch: Vec<String>,
+}
+
 /// Everything needed to set the session up again (`session.json`).
 #[derive(Debug, Serialize, Deserialize)]
 struct SessionMeta {
+    #[serde(default)]
     url: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    desktop: Option<DesktopMeta>,
     viewport: Size,
     dpr: f64,
     display: DisplaySpec,
@@ -117,11 +159,12 @@ fn patterns(list: &[String]) -> anyhow::Result<Vec<OriginPattern>> {
         .collect()
 }
 
-async fn launch(chromium: Option<&Path>) -> anyhow::Result<Browser> {
+async fn launch(chromium: Option<&Path>, uncapped_frames: bool) -> anyhow::Result<Browser> {
     let mut opts = BrowserOptions::default();
     if let Some(p) = chromium {
         opts = opts.executable(p);
     }
+    opts.uncapped_frames = uncapped_frames;
     Ok(Browser::launch(opts).await?)
 }
 
@@ -166,6 +209,28 @@ fn print(v: &Value) -> anyhow::Result<()> {
     Ok(())
 }
 
+#[cfg(feature = "desktop")]
+fn desktop_options(
+    meta: &SessionMeta,
+    d: &DesktopMeta,
+    xvfb: Option<&Path>,
+) -> cordon_computer::desktop::DesktopOptions {
+    let mut o = cordon_computer::desktop::DesktopOptions::default();
+    o.screen = d.screen;
+    o.depth = d.depth;
+    o.display = meta.display;
+    o.launch = d.launch.clone();
+    if let Some(x) = xvfb {
+        o.xvfb = x.to_owned();
+    }
+    o
+}
+
+#[cfg(not(feature = "desktop"))]
+fn no_desktop() -> anyhow::Error {
+    anyhow::anyhow!("this cordon was built without the `desktop` feature")
+}
+
 /// `cordon computer`.
 pub async fn run(args: ComputerArgs) -> anyhow::Result<ExitCode> {
     let vendor = Vendor::parse(&args.format)
@@ -177,17 +242,34 @@ pub async fn run(args: ComputerArgs) -> anyhow::Result<ExitCode> {
     }
     let image_format = ImageFormat::parse(&args.image_format)
         .with_context(|| format!("--image-format {}: png|jpeg[:Q]", args.image_format))?;
+    let desktop = if args.desktop {
+        let screen = args.screen.as_deref().unwrap_or("1280x800");
+        Some(DesktopMeta {
+            screen: Size::parse(screen)
+                .with_context(|| format!("--screen {screen}: expected WxH"))?,
+            depth: args.depth.unwrap_or(24),
+            launch: args.launch.clone(),
+        })
+    } else {
+        if !args.launch.is_empty() || args.screen.is_some() || args.depth.is_some() {
+            bail!("--launch, --screen and --depth need --desktop");
+        }
+        None
+    };
     let rules = match &args.rules {
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("reading {}", path.display()))?;
             Rules::from_json(&text).with_context(|| format!("parsing {}", path.display()))?
         }
+        #[cfg(feature = "desktop")]
+        None if args.desktop => cordon_computer::desktop::default_rules(),
         None => Rules::default(),
     };
     let meta = SessionMeta {
-        url: args.url.clone(),
-        viewport,
+        url: args.url.clone().unwrap_or_default(),
+        viewport: desktop.as_ref().map_or(viewport, |d| d.screen),
+        desktop,
         dpr: args.dpr,
         display: parse_display(&args)?,
         policy: OriginPolicy::new(patterns(&args.allow_origin)?, patterns(&args.block_origin)?),
@@ -202,26 +284,75 @@ pub async fn run(args: ComputerArgs) -> anyhow::Result<ExitCode> {
     let script = std::fs::File::open(&args.actions)
         .with_context(|| format!("opening {}", args.actions.display()))?;
 
-    let browser = launch(args.chromium.as_deref()).await?;
-    let result = drive(&browser, &meta, &args, &dir, script).await;
+    if let Some(d) = &meta.desktop {
+        #[cfg(feature = "desktop")]
+        {
+            let opts = desktop_options(&meta, d, args.xvfb.as_deref());
+            let session = cordon_computer::desktop::DesktopSession::start(opts).await?;
+            let mut computer = Computer::new(session, engine_options(&meta));
+            let result = drive(&mut computer, &meta, &args, &dir, script, program_events).await;
+            computer.into_backend().close().await?;
+            return result;
+        }
+        #[cfg(not(feature = "desktop"))]
+        {
+            let _ = d;
+            return Err(no_desktop());
+        }
+    }
+    for file in &args.uploads {
+        anyhow::ensure!(
+            file.is_file(),
+            "--upload {}: not a readable file",
+            file.display()
+        );
+    }
+    let browser = launch(args.chromium.as_deref(), args.uncapped_frames).await?;
+    let result = async {
+        let mut opts = session_options(&meta, args.downloads.clone());
+        opts.uploads = args
+            .uploads
+            .iter()
+            .map(std::path::absolute)
+            .collect::<Result<_, _>>()?;
+        let session = browser.new_session(opts).await?;
+        let mut computer = Computer::new(session, engine_options(&meta));
+        let result = drive(&mut computer, &meta, &args, &dir, script, |_| Vec::new()).await;
+        computer.into_backend().close().await?;
+        result
+    }
+    .await;
     browser.close().await?;
     result
 }
 
-async fn drive(
-    browser: &Browser,
+fn engine_options(meta: &SessionMeta) -> EngineOptions {
+    let mut engine = EngineOptions::default();
+    engine.rules = meta.rules.clone();
+    engine.format = meta.image_format;
+    engine
+}
+
+/// One line per launched program that exited since the last step.
+#[cfg(feature = "desktop")]
+fn program_events(session: &mut cordon_computer::desktop::DesktopSession) -> Vec<Value> {
+    session
+        .take_exits()
+        .into_iter()
+        .map(|p| json!({"event": "program_exited", "program": p}))
+        .collect()
+}
+
+/// Runs the script against `computer`, printing a line per step (and whatever `events`
+/// reports about the backend after each step).
+async fn drive<B: Backend>(
+    computer: &mut Computer<B>,
     meta: &SessionMeta,
     args: &ComputerArgs,
     dir: &Path,
     script: std::fs::File,
+    mut events: impl FnMut(&mut B) -> Vec<Value>,
 ) -> anyhow::Result<ExitCode> {
-    let session = browser
-        .new_session(session_options(meta, args.downloads.clone()))
-        .await?;
-    let mut engine = EngineOptions::default();
-    engine.rules = meta.rules.clone();
-    engine.format = meta.image_format;
-    let mut computer = Computer::new(session, engine);
     computer.record(TrajectoryWriter::create(dir, &serde_json::to_value(meta)?)?);
     let mut failed = false;
     let outcome = async {
@@ -256,6 +387,9 @@ async fn drive(
                 }
             };
             print(&line(&report, dir))?;
+            for event in events(computer.backend_mut()) {
+                print(&event)?;
+            }
             // --approve-all / --deny-asks settle asks here; otherwise the script may.
             while report.status == Status::ApprovalRequired && (args.approve_all || args.deny_asks) {
                 let id = report.pending.as_ref().map(|p| p.id.clone()).unwrap_or_default();
@@ -271,7 +405,6 @@ async fn drive(
         anyhow::Ok(())
     }
     .await;
-    computer.into_backend().close().await?;
     outcome?;
     Ok(if failed {
         ExitCode::FAILURE
@@ -299,20 +432,34 @@ fn resolution(v: &Value) -> Option<bool> {
 pub async fn replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     let meta: SessionMeta = serde_json::from_value(trajectory::read_session(&args.dir)?)
         .with_context(|| format!("{}/session.json", args.dir.display()))?;
-    let browser = launch(args.chromium.as_deref()).await?;
-    let result = async {
-        let session = browser.new_session(session_options(&meta, None)).await?;
-        let mut engine = EngineOptions::default();
-        engine.rules = meta.rules.clone();
-        engine.format = meta.image_format;
-        let mut computer = Computer::new(session, engine);
-        let report = trajectory::replay(&mut computer, &args.dir).await;
-        computer.into_backend().close().await?;
-        anyhow::Ok(report?)
-    }
-    .await;
-    browser.close().await?;
-    let report = result?;
+    let report = if let Some(d) = &meta.desktop {
+        #[cfg(feature = "desktop")]
+        {
+            let opts = desktop_options(&meta, d, args.xvfb.as_deref());
+            let session = cordon_computer::desktop::DesktopSession::start(opts).await?;
+            let mut computer = Computer::new(session, engine_options(&meta));
+            let report = trajectory::replay(&mut computer, &args.dir).await;
+            computer.into_backend().close().await?;
+            report?
+        }
+        #[cfg(not(feature = "desktop"))]
+        {
+            let _ = d;
+            return Err(no_desktop());
+        }
+    } else {
+        let browser = launch(args.chromium.as_deref(), false).await?;
+        let result = async {
+            let session = browser.new_session(session_options(&meta, None)).await?;
+            let mut computer = Computer::new(session, engine_options(&meta));
+            let report = trajectory::replay(&mut computer, &args.dir).await;
+            computer.into_backend().close().await?;
+            anyhow::Ok(report?)
+        }
+        .await;
+        browser.close().await?;
+        result?
+    };
     for s in &report.steps {
         print(&json!(s))?;
     }

@@ -26,13 +26,14 @@ enum Command {
     Run(run::RunArgs),
     /// Run a built-in program that calls tools, batches calls and hits a limit.
     Demo(demo::DemoArgs),
-    /// Drive an isolated browser with a scripted file of model actions (computer use).
+    /// Drive an isolated browser, or an X display (--desktop), with a scripted file of model
+    /// actions (computer use).
     Computer(computer::ComputerArgs),
     /// Re-execute a recorded computer-use trajectory and report where it diverges.
     Replay(computer::ReplayArgs),
-    /// Serve the HTTP + SSE API (sandboxes, executions, tool results, approvals).
+    /// Serve the HTTP + SSE API (sandboxes, executions, tool results, approvals, computers).
     Serve(serve::ServeArgs),
-    /// Serve MCP (an `execute_code` tool) on stdio, or Streamable HTTP with --http.
+    /// Serve MCP (`execute_code` and the computer tools) on stdio, or Streamable HTTP with --http.
     Mcp(mcp::McpArgs),
 }
 

@@ -1,4 +1,5 @@
-//! `cordon mcp`: an MCP server with an `execute_code` tool, on stdio or Streamable HTTP.
+//! `cordon mcp`: an MCP server with `execute_code` and the computer tools, on stdio or
+//! Streamable HTTP.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -7,7 +8,8 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use cordon_protocol::execution::Language;
 
-use cordon_server::McpServer;
+use cordon_computer::browser::BrowserOptions;
+use cordon_server::{McpOptions, McpServer};
 
 use crate::run::{LimitArgs, load_tools};
 use crate::serve::shutdown_signal;
@@ -30,6 +32,17 @@ pub struct McpArgs {
     /// Live instances at once (running executions + sessions).
     #[arg(long, default_value_t = 64, value_name = "N")]
     pub max_instances: u32,
+    /// Chromium for the computer tools (started on the first `computer_open`).
+    #[arg(long, value_name = "PATH", env = "CORDON_CHROMIUM")]
+    pub chromium: Option<PathBuf>,
+    /// Leave out the computer tools (computer_open, computer, computer_close).
+    #[arg(long, conflicts_with_all = ["chromium", "computer_rules"])]
+    pub no_computer: bool,
+    /// Approval rules of computer sessions (JSON: {"rules": [...]}, as `cordon computer
+    /// --rules`); default: ask before passwords, payment fields, buy/delete-like buttons,
+    /// uploads and new origins.
+    #[arg(long, value_name = "FILE")]
+    pub computer_rules: Option<PathBuf>,
 }
 
 /// `cordon mcp`.
@@ -44,10 +57,36 @@ pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
         args.max_instances,
     )
     .await?;
-    let server = McpServer::new(sandbox, registry, args.limits.limits())?;
+    let rules = match &args.computer_rules {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            Some(
+                serde_json::from_str::<serde_json::Value>(&text)
+                    .with_context(|| format!("{}: not JSON", path.display()))?,
+            )
+        }
+        None => None,
+    };
+    let browser = if args.no_computer {
+        None
+    } else {
+        let mut browser = BrowserOptions::default();
+        if let Some(path) = args.chromium {
+            browser = browser.executable(path);
+        }
+        Some(browser)
+    };
+    let options = McpOptions::default().browser(browser).computer_rules(rules);
+    let server = McpServer::with_options(sandbox, registry, args.limits.limits(), options)?;
     match args.http {
         None => {
-            server.serve_stdio().await?;
+            // SIGTERM must not leave Chromium behind: stop it, then exit.
+            let stopper = server.clone();
+            tokio::select! {
+                served = server.serve_stdio() => served?,
+                () = shutdown_signal() => stopper.shutdown().await,
+            }
         }
         Some(addr) => {
             if !addr.ip().is_loopback() {

@@ -7,8 +7,9 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use cordon_protocol::execution::Language;
 
+use cordon_computer::browser::BrowserOptions;
 use cordon_server::Connection;
-use cordon_server::http::{DEFAULT_MAX_BODY_BYTES, HttpApi, HttpOptions};
+use cordon_server::http::{DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_COMPUTERS, HttpApi, HttpOptions};
 use cordon_server::store::{Store, default_db_path};
 
 /// How long open connections may take to finish after Ctrl-C or SIGTERM.
@@ -41,6 +42,52 @@ pub struct ServeArgs {
     /// Live instances at once (running executions + stateful sandboxes).
     #[arg(long, default_value_t = 256, value_name = "N")]
     pub max_instances: u32,
+    /// Delete finished executions, ended sandboxes and closed computer sessions (with
+    /// their trajectories) this long after they ended: 30s, 45m, 12h, 7d; `forever` keeps
+    /// everything.
+    #[arg(long, default_value = "7d", value_name = "DURATION", value_parser = parse_retain)]
+    pub retain: Retain,
+    /// Chromium for computer sessions (started on the first `POST /v1/computers`).
+    #[arg(long, value_name = "PATH", env = "CORDON_CHROMIUM")]
+    pub chromium: Option<PathBuf>,
+    /// Computer sessions open at once.
+    #[arg(long, default_value_t = DEFAULT_MAX_COMPUTERS, value_name = "N")]
+    pub max_computers: usize,
+    /// Where computer sessions' trajectories go [default: `trajectories/` next to --db].
+    #[arg(long, value_name = "DIR")]
+    pub trajectories: Option<PathBuf>,
+}
+
+/// `--retain`: how long histories are kept (`None`: forever).
+#[derive(Debug, Clone, Copy)]
+pub struct Retain(pub Option<std::time::Duration>);
+
+/// Parses `30s`, `45m`, `12h`, `7d` (or `forever`).
+fn parse_retain(text: &str) -> Result<Retain, String> {
+    let text = text.trim();
+    if matches!(text, "forever" | "never" | "off") {
+        return Ok(Retain(None));
+    }
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().map_err(|_| {
+        format!("{text:?}: expected a number with a unit, like 30s, 45m, 12h or 7d")
+    })?;
+    let seconds = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => return Err(format!("{text:?}: the unit must be s, m, h or d")),
+    };
+    if number == 0 {
+        return Err("the retention must be longer than 0 (or `forever`)".to_owned());
+    }
+    Ok(Retain(Some(std::time::Duration::from_secs(
+        number.saturating_mul(seconds),
+    ))))
 }
 
 /// `cordon serve`.
@@ -63,12 +110,27 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         args.max_instances,
     )
     .await?;
+    let mut browser = BrowserOptions::default();
+    if let Some(path) = args.chromium {
+        browser = browser.executable(path);
+    }
+    let trajectories = args.trajectories.unwrap_or_else(|| {
+        db.parent()
+            .filter(|dir| !dir.as_os_str().is_empty())
+            .unwrap_or(std::path::Path::new("."))
+            .join("trajectories")
+    });
     let options = HttpOptions::default()
         .connections(connect_all(&args.connect).await?)
         .token(args.token)
-        .max_body_bytes(args.max_body_bytes);
+        .max_body_bytes(args.max_body_bytes)
+        .browser(browser)
+        .trajectories(Some(trajectories))
+        .max_computers(args.max_computers)
+        .retain(args.retain.0);
     let api = HttpApi::new(sandbox, store, options)
         .with_context(|| format!("recovering {}", db.display()))?;
+    let stopper = api.shutdown_handle();
     if api.expired_on_start() > 0 {
         eprintln!(
             "cordon: {} execution(s) were running when the last server stopped; they are now `expired`",
@@ -100,6 +162,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             tokio::time::sleep(SHUTDOWN_GRACE).await;
         } => eprintln!("cordon: open connections did not close within {} s; exiting", SHUTDOWN_GRACE.as_secs()),
     }
+    // Computer sessions end and Chromium stops (also when the grace period ran out).
+    let _ = tokio::time::timeout(SHUTDOWN_GRACE, stopper.shutdown()).await;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -37,6 +37,17 @@ pub trait Backend {
     /// cap was hit.
     async fn settle(&mut self) -> Result<bool>;
     async fn capture(&mut self, plan: &CapturePlan, format: ImageFormat) -> Result<EncodedImage>;
+    /// Refuses, before anything of the action runs, an op this backend cannot carry out
+    /// (a key it cannot type, a navigation on a desktop). The refusal is model-visible.
+    fn check(&self, op: &Op) -> std::result::Result<(), ActionError> {
+        let _ = op;
+        Ok(())
+    }
+    /// Where the pointer really is, for backends that can ask (an X display, where a
+    /// program may warp it). `None` keeps the engine's own tracking.
+    async fn pointer(&mut self) -> Result<Option<CssPoint>> {
+        Ok(None)
+    }
     /// What happened on the screen's side during the step that the model should read
     /// (a file chooser answered or refused); reported in the step's `text`.
     fn take_notes(&mut self) -> Vec<String> {
@@ -326,6 +337,9 @@ impl<B: Backend> Computer<B> {
         let mut report = self.new_report(&call);
         self.lowerer.space = call.coords;
         self.lowerer.scaler = self.backend.scaler();
+        if let Some(p) = self.backend.pointer().await? {
+            self.lowerer.pointer = p;
+        }
         if approved {
             report.acknowledged_safety_checks = call.safety_checks.clone();
         }
@@ -359,6 +373,13 @@ impl<B: Backend> Computer<B> {
                 Ok(l) => l,
                 Err(e) => return self.action_error(report, &call, raw, e).await,
             };
+            if let Some(e) = lowered
+                .ops
+                .iter()
+                .find_map(|op| self.backend.check(op).err())
+            {
+                return self.action_error(report, &call, raw, e).await;
+            }
             let tg = Instant::now();
             let verdict = match self.gate(action, &lowered).await? {
                 Ok(v) => v,
@@ -394,7 +415,13 @@ impl<B: Backend> Computer<B> {
             }
             let ta = Instant::now();
             for op in &lowered.ops {
-                self.backend.run(op).await?;
+                match self.backend.run(op).await {
+                    Ok(()) => {}
+                    // A backend may still refuse an op while running it (the model can
+                    // correct that); anything else breaks the session.
+                    Err(Error::Action(e)) => return self.action_error(report, &call, raw, e).await,
+                    Err(e) => return Err(e),
+                }
             }
             act_ms += ms(ta);
             report.screen_ops.extend(lowered.ops);

@@ -60,6 +60,20 @@ pub enum Error {
     /// The session was closed or its browser went away; start a new session.
     #[error("session closed: {0}")]
     SessionClosed(String),
+    /// `Xvfb` is not where we looked (desktop backend).
+    #[error(
+        "Xvfb not found at {path}: install it with `sudo apt-get install -y xvfb` \
+         or pass its path (DesktopOptions::xvfb / CORDON_XVFB)"
+    )]
+    XvfbMissing { path: String },
+    /// The X display could not be started or set up, or a program could not be launched
+    /// into it (desktop backend).
+    #[error("desktop: {0}")]
+    Desktop(String),
+    /// The session's X server died or stopped answering. Only this session is affected;
+    /// open a new one.
+    #[error("display lost: {reason}; this session cannot continue: open a new session")]
+    DisplayLost { reason: String },
     #[error("image: {0}")]
     Image(String),
     #[error("trajectory {path}: {source}")]

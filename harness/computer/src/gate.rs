@@ -2,8 +2,9 @@
 //!
 //! A rule matches when all of its conditions do (a rule without conditions matches every
 //! action). Of all matching rules, deny beats ask beats allow; nothing matching means allow.
-//! Rules see the element under the pointer (or the focused element for typing), the
-//! navigation an action would cause, and the key chords it presses.
+//! Rules see the element under the pointer (or the focused element for typing; on a
+//! desktop, the window and its title), the navigation an action would cause, and the key
+//! chords it presses.
 
 use cordon_protocol::computer::{Action, Key};
 use serde::{Deserialize, Serialize};
@@ -183,9 +184,15 @@ pub struct Rule {
     pub element: Vec<ElementClass>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub navigation: Option<NavMatch>,
-    /// Key chords (`ctrl+w`, `alt+F4`); `combo` matches any chord holding a modifier.
+    /// Key chords (`ctrl+w`, `alt+F4`); `combo` matches any chord holding a modifier;
+    /// `ctrl+alt+*` matches any chord holding those keys and at least one more.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub keys: Vec<String>,
+    /// The window under the pointer (the focused one for `type`/`key`) has a title
+    /// containing any of these, case-insensitively (desktop sessions, whose backend
+    /// describes windows as elements with tag `window`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub window_title: Vec<String>,
     /// Shown to the human who approves; defaults to a description of the match.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -200,6 +207,7 @@ impl Rule {
             element: Vec::new(),
             navigation: None,
             keys: Vec::new(),
+            window_title: Vec::new(),
             reason: None,
         }
     }
@@ -221,6 +229,11 @@ impl Rule {
 
     pub fn keys(mut self, chords: &[&str]) -> Self {
         self.keys = chords.iter().map(|s| (*s).to_owned()).collect();
+        self
+    }
+
+    pub fn window_title(mut self, patterns: &[&str]) -> Self {
+        self.window_title = patterns.iter().map(|s| (*s).to_owned()).collect();
         self
     }
 
@@ -249,6 +262,8 @@ impl Rule {
                 self.keys.iter().any(|pat| {
                     if pat == "combo" {
                         chord.len() > 1 && chord.iter().any(Key::is_modifier)
+                    } else if let Some(held) = pat.strip_suffix("+*") {
+                        Key::parse_chord(held).is_ok_and(|p| holds(chord, &p))
                     } else {
                         Key::parse_chord(pat).is_ok_and(|p| same_chord(&p, chord))
                     }
@@ -257,8 +272,25 @@ impl Rule {
             let names: Vec<&str> = hit.iter().map(Key::as_str).collect();
             why.push(format!("keys {}", names.join("+")));
         }
+        if !self.window_title.is_empty() {
+            let el = cx.element.filter(|e| e.tag == "window")?;
+            let title = el.text.to_lowercase();
+            self.window_title
+                .iter()
+                .find(|p| title.contains(&p.to_lowercase()))?;
+            why.push(format!("window {:?}", el.text));
+        }
         Some(why.join(", "))
     }
+}
+
+/// `chord` holds every key of `held` and at least one other key.
+fn holds(chord: &[Key], held: &[Key]) -> bool {
+    let lower = |k: &Key| k.as_str().to_lowercase();
+    chord.len() > held.len()
+        && held
+            .iter()
+            .all(|h| chord.iter().any(|c| lower(c) == lower(h)))
 }
 
 fn same_chord(a: &[Key], b: &[Key]) -> bool {
@@ -484,6 +516,40 @@ mod tests {
     }
 
     #[test]
+    fn window_titles_match_windows_only() {
+        let rules = Rules {
+            rules: vec![
+                Rule::new("no-root-shell", Decision::Deny)
+                    .actions(&["type", "key"])
+                    .window_title(&["ROOT@"]),
+            ],
+        };
+        let typing = Action::Type {
+            text: "rm -rf /".into(),
+            at: None,
+            press_enter: None,
+            clear_before: None,
+        };
+        let window = |title: &str| ElementInfo {
+            text: title.into(),
+            ..ElementInfo::new("window")
+        };
+        let v = eval(&rules, &typing, Some(&window("root@box: /home")));
+        assert_eq!(v.decision, Decision::Deny);
+        assert_eq!(v.reason, "action type, window \"root@box: /home\"");
+        assert_eq!(
+            eval(&rules, &typing, Some(&window("user@box"))).decision,
+            Decision::Allow
+        );
+        // a page element with that text is not a window
+        assert_eq!(
+            eval(&rules, &typing, Some(&button("root@"))).decision,
+            Decision::Allow
+        );
+        assert_eq!(eval(&rules, &typing, None).decision, Decision::Allow);
+    }
+
+    #[test]
     fn key_chords_and_navigation_match() {
         let rules: Rules = Rules::from_json(
             r#"{"rules": [
@@ -508,6 +574,31 @@ mod tests {
                 .rule
         };
         assert_eq!(key("Control+W").as_deref(), Some("close-tab"));
+        let wild = Rules::from_json(
+            r#"{"rules": [{"name": "ctrl-alt", "decision": "ask", "keys": ["ctrl+alt+*"]}]}"#,
+        )
+        .unwrap();
+        let hit = |s: &str| {
+            let chords = vec![Key::parse_chord(s).unwrap()];
+            let action = Action::Key {
+                chords: chords.clone(),
+            };
+            wild.evaluate(&GateContext {
+                action: &action,
+                element: None,
+                navigation: None,
+                chords,
+            })
+            .decision
+        };
+        assert_eq!(hit("ctrl+alt+BackSpace"), Decision::Ask);
+        assert_eq!(hit("alt+ctrl+shift+t"), Decision::Ask);
+        assert_eq!(
+            hit("ctrl+alt"),
+            Decision::Allow,
+            "nothing besides the held keys"
+        );
+        assert_eq!(hit("ctrl+t"), Decision::Allow);
         assert_eq!(key("ctrl+c").as_deref(), Some("combos"));
         assert_eq!(key("Return"), None);
         let nav = Action::Navigate { url: "x".into() };

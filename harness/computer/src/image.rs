@@ -104,16 +104,33 @@ pub fn fit(
     })
 }
 
+fn resize_options() -> fir::ResizeOptions {
+    // Catmull-Rom keeps small UI text legible when shrinking, for ~0.5 ms more than
+    // bilinear at 1280×800 → 1024×640.
+    fir::ResizeOptions::new().resize_alg(fir::ResizeAlg::Convolution(fir::FilterType::CatmullRom))
+}
+
 /// Resizes packed RGB8 pixels.
 pub fn resize_rgb(pixels: Vec<u8>, from: Size, to: Size) -> Result<Vec<u8>> {
     let src =
         fir::images::Image::from_vec_u8(from.width, from.height, pixels, fir::PixelType::U8x3)
             .map_err(img_err)?;
     let mut dst = fir::images::Image::new(to.width, to.height, fir::PixelType::U8x3);
-    // Catmull-Rom keeps small UI text legible when shrinking, for ~0.5 ms more than
-    // bilinear at 1280×800 → 1024×640.
-    let opts = fir::ResizeOptions::new()
-        .resize_alg(fir::ResizeAlg::Convolution(fir::FilterType::CatmullRom));
+    fir::Resizer::new()
+        .resize(&src, &mut dst, &resize_options())
+        .map_err(img_err)?;
+    Ok(dst.into_vec())
+}
+
+/// Resizes packed 4-byte pixels whose fourth byte is not alpha (an X server's BGRX):
+/// every channel is filtered alike, with the same filter as [`resize_rgb`]. The SIMD
+/// kernels are faster on four channels than on three.
+pub fn resize_x4(pixels: &[u8], from: Size, to: Size) -> Result<Vec<u8>> {
+    let src = fir::images::ImageRef::new(from.width, from.height, pixels, fir::PixelType::U8x4)
+        .map_err(img_err)?;
+    let mut dst = fir::images::Image::new(to.width, to.height, fir::PixelType::U8x4);
+    // The padding byte is often 0: taken for alpha it would blacken every pixel.
+    let opts = resize_options().use_alpha(false);
     fir::Resizer::new()
         .resize(&src, &mut dst, &opts)
         .map_err(img_err)?;

@@ -8,7 +8,8 @@
 //! - [`image`]: the last mile of the screenshot pipeline (SIMD resize, PNG/JPEG);
 //! - [`engine`]: the step loop ([`Computer`]) over any [`Backend`], with approvals;
 //! - [`trajectory`]: JSONL + screenshots per step, and [`trajectory::replay`];
-//! - `browser` (feature `browser`, on by default): the Chromium backend.
+//! - `browser` (feature `browser`, on by default): the Chromium backend;
+//! - `desktop` (feature `desktop`): an isolated X display per session (Xvfb + enigo).
 //!
 //! Actions arrive as `cordon_protocol::computer` types, decoded from any vendor's shape.
 //!
@@ -48,6 +49,8 @@
 
 #[cfg(feature = "browser")]
 pub mod browser;
+#[cfg(feature = "desktop")]
+pub mod desktop;
 pub mod display;
 pub mod engine;
 mod error;

@@ -1,9 +1,11 @@
 //! The HTTP + SSE API (`cordon serve`): routes, request parsing, authentication, event
-//! streams and the OpenAPI document. The contract is `docs/http-api.md`.
+//! streams, computer sessions and the OpenAPI document. The contract is
+//! `docs/http-api.md`.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::convert::Infallible;
 use std::future::Future;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,6 +18,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use cordon_computer::browser::BrowserOptions;
 use cordon_core::SubmitError;
 use cordon_protocol::execution::ExecutionEvent;
 use cordon_protocol::tool::Locus;
@@ -25,10 +28,14 @@ use serde::de::DeserializeOwned;
 use utoipa::OpenApi;
 
 use crate::api::{
-    ApprovalDecided, CreateExecution, CreateSandbox, DecideApproval, ErrorBody, ExecutionCreated,
-    ExecutionInfo, ExecutionState, LoggedEvent, PendingApproval, PendingToolCall, SandboxCreated,
-    SandboxInfo, ToolResults, ToolResultsAccepted,
+    ApprovalDecided, ComputerActions, ComputerApproval, ComputerCreated, ComputerInfo,
+    ComputerState, ComputerStep, ComputerTrajectory, CreateComputer, CreateExecution,
+    CreateSandbox, DecideApproval, ErrorBody, ExecutionCreated, ExecutionInfo, ExecutionState,
+    LoggedEvent, PendingApproval, PendingToolCall, SandboxCreated, SandboxInfo, ScreenshotBody,
+    ScreenshotRef, SizeBody, StepStatus, ToolResults, ToolResultsAccepted, TrajectoryStep,
 };
+use crate::computer::ComputerPool;
+use crate::computers::ComputerHub;
 use crate::connect::Connection;
 use crate::error::ApiError;
 use crate::hub::{DEFAULT_TTL, Hub, MAX_TTL};
@@ -41,6 +48,10 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 8 << 20;
 const EVENT_PAGE: usize = 256;
 /// How long `DELETE /v1/executions/{id}` waits for a cancelled execution to stop.
 const CANCEL_WAIT: Duration = Duration::from_secs(10);
+/// How long finished histories are kept unless told otherwise.
+pub const DEFAULT_RETAIN: Duration = Duration::from_secs(7 * 24 * 3600);
+/// Computer sessions open at once unless told otherwise.
+pub const DEFAULT_MAX_COMPUTERS: usize = 16;
 
 /// Options of the HTTP API.
 #[derive(Debug, Clone)]
@@ -52,6 +63,16 @@ pub struct HttpOptions {
     pub max_body_bytes: usize,
     /// Connected MCP servers whose tools every sandbox gets (`--connect`).
     pub connections: Vec<Connection>,
+    /// How computer sessions start Chromium (launched on the first session).
+    pub browser: BrowserOptions,
+    /// Where each computer session's trajectory directory goes; default: a
+    /// `cordon-trajectories` directory in the system's temp directory.
+    pub trajectories: Option<PathBuf>,
+    /// Computer sessions open at once.
+    pub max_computers: usize,
+    /// Finished executions, ended sandboxes and closed computer sessions (with their
+    /// trajectories) older than this are deleted; `None` keeps everything.
+    pub retain: Option<Duration>,
 }
 
 impl Default for HttpOptions {
@@ -60,6 +81,10 @@ impl Default for HttpOptions {
             token: None,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             connections: Vec::new(),
+            browser: BrowserOptions::default(),
+            trajectories: None,
+            max_computers: DEFAULT_MAX_COMPUTERS,
+            retain: Some(DEFAULT_RETAIN),
         }
     }
 }
@@ -82,13 +107,59 @@ impl HttpOptions {
         self.max_body_bytes = bytes;
         self
     }
+
+    /// Sets [`Self::browser`].
+    pub fn browser(mut self, browser: BrowserOptions) -> Self {
+        self.browser = browser;
+        self
+    }
+
+    /// Sets [`Self::trajectories`].
+    pub fn trajectories(mut self, dir: Option<PathBuf>) -> Self {
+        self.trajectories = dir;
+        self
+    }
+
+    /// Sets [`Self::max_computers`].
+    pub fn max_computers(mut self, max: usize) -> Self {
+        self.max_computers = max;
+        self
+    }
+
+    /// Sets [`Self::retain`].
+    pub fn retain(mut self, retain: Option<Duration>) -> Self {
+        self.retain = retain;
+        self
+    }
 }
 
 /// The HTTP API over a sandbox and a store.
 pub struct HttpApi {
     hub: Arc<Hub>,
+    computers: Arc<ComputerHub>,
     options: HttpOptions,
     expired_on_start: usize,
+}
+
+/// Stops what the API runs besides its routes (computer sessions and their Chromium);
+/// see [`HttpApi::shutdown_handle`].
+#[derive(Clone)]
+pub struct ShutdownHandle {
+    computers: Arc<ComputerHub>,
+}
+
+impl std::fmt::Debug for ShutdownHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ShutdownHandle").finish_non_exhaustive()
+    }
+}
+
+impl ShutdownHandle {
+    /// Ends the live computer sessions (recorded `expired`, "the server shut down") and
+    /// stops Chromium. Idempotent.
+    pub async fn shutdown(&self) {
+        self.computers.shutdown().await;
+    }
 }
 
 impl std::fmt::Debug for HttpApi {
@@ -103,25 +174,52 @@ type AppState = Arc<App>;
 
 struct App {
     hub: Arc<Hub>,
+    computers: Arc<ComputerHub>,
     token: Option<String>,
 }
 
 impl HttpApi {
     /// Builds the API. Whatever was live in `store` when its last server stopped is
-    /// marked `expired` first (see [`Store::recover`]). Must be called within a tokio
-    /// runtime (it starts the task that expires idle sandboxes).
+    /// marked `expired` first (see [`Store::recover`]), and a Chromium that server left
+    /// running is stopped. Must be called within a tokio runtime (it starts the tasks that
+    /// expire idle sandboxes and computer sessions, and the retention sweep).
     pub fn new(sandbox: Sandbox, store: Store, options: HttpOptions) -> Result<Self, StoreError> {
         let expired_on_start = store.recover(
             "the server stopped before this execution ended (its process exited or was killed); \
              run it again",
         )?;
-        let hub = Hub::new(sandbox, Arc::new(store), options.connections.clone());
+        let store = Arc::new(store);
+        let hub = Hub::new(sandbox, store.clone(), options.connections.clone());
         hub.spawn_reaper();
+        let trajectories = options
+            .trajectories
+            .clone()
+            .unwrap_or_else(|| std::env::temp_dir().join("cordon-trajectories"));
+        let computers = ComputerHub::new(
+            ComputerPool::new(options.browser.clone()),
+            store,
+            trajectories,
+            options.max_computers,
+        );
+        computers.reap_orphans()?;
+        computers.spawn_reaper();
+        if let Some(retain) = options.retain {
+            spawn_retention(&computers, retain);
+        }
         Ok(HttpApi {
             hub,
+            computers,
             options,
             expired_on_start,
         })
+    }
+
+    /// A handle that stops the computer sessions and Chromium; [`Self::serve`] calls it
+    /// when it returns, and a caller that gives up waiting for `serve` calls it itself.
+    pub fn shutdown_handle(&self) -> ShutdownHandle {
+        ShutdownHandle {
+            computers: self.computers.clone(),
+        }
     }
 
     /// Executions found running in the store at start, now `expired`.
@@ -133,6 +231,7 @@ impl HttpApi {
     pub fn router(&self) -> Router {
         let app = Arc::new(App {
             hub: self.hub.clone(),
+            computers: self.computers.clone(),
             token: self.options.token.clone(),
         });
         Router::new()
@@ -152,6 +251,17 @@ impl HttpApi {
             .route("/v1/executions/{id}/tool_results", post(post_tool_results))
             .route("/v1/executions/{id}/cancel", post(cancel_execution))
             .route("/v1/approvals/{id}", post(decide_approval))
+            .route("/v1/computers", post(create_computer))
+            .route(
+                "/v1/computers/{id}",
+                get(get_computer).delete(delete_computer),
+            )
+            .route("/v1/computers/{id}/actions", post(computer_actions))
+            .route("/v1/computers/{id}/trajectory", get(computer_trajectory))
+            .route(
+                "/v1/computers/{id}/trajectory/{step}/screenshot",
+                get(computer_screenshot),
+            )
             .fallback(route_not_found)
             .method_not_allowed_fallback(method_not_allowed)
             .layer(middleware::from_fn_with_state(app.clone(), authenticate))
@@ -171,10 +281,34 @@ impl HttpApi {
         let listener = listener.tap_io(|stream| {
             let _ = stream.set_nodelay(true);
         });
-        axum::serve(listener, self.router())
+        let handle = self.shutdown_handle();
+        let served = axum::serve(listener, self.router())
             .with_graceful_shutdown(shutdown)
-            .await
+            .await;
+        handle.shutdown().await;
+        served
     }
+}
+
+/// Deletes histories older than `retain` now and then (at start, then every
+/// `retain / 4`, at least every second and at most every hour).
+fn spawn_retention(computers: &Arc<ComputerHub>, retain: Duration) {
+    let computers = Arc::downgrade(computers);
+    let every = (retain / 4).clamp(Duration::from_secs(1), Duration::from_secs(3600));
+    let retain_ms = u64::try_from(retain.as_millis()).unwrap_or(u64::MAX);
+    tokio::spawn(async move {
+        loop {
+            let Some(hub) = computers.upgrade() else {
+                return;
+            };
+            let cutoff = crate::store::now_ms().saturating_sub(retain_ms);
+            if let Err(error) = hub.purge(cutoff) {
+                eprintln!("cordon serve: deleting old histories failed: {error}");
+            }
+            drop(hub);
+            tokio::time::sleep(every).await;
+        }
+    });
 }
 
 /// The OpenAPI document of this API.
@@ -183,13 +317,19 @@ impl HttpApi {
     info(
         title = "Cordon HTTP API",
         description = "Run model-written Python and JavaScript in WebAssembly sandboxes; stream \
-                       events over SSE; answer client tool calls and approvals."
+                       events over SSE; answer client tool calls and approvals; drive isolated \
+                       browser sessions with any vendor's computer-use actions."
     ),
     paths(
         create_sandbox, get_sandbox, delete_sandbox, create_execution, get_execution,
-        delete_execution, execution_events, post_tool_results, cancel_execution, decide_approval
+        delete_execution, execution_events, post_tool_results, cancel_execution, decide_approval,
+        create_computer, get_computer, delete_computer, computer_actions, computer_trajectory,
+        computer_screenshot
     ),
-    components(schemas(ErrorBody, ExecutionEvent, LoggedEvent)),
+    components(schemas(
+        ErrorBody, ExecutionEvent, LoggedEvent, ComputerStep, ComputerApproval, ScreenshotBody,
+        ScreenshotRef, SizeBody, StepStatus, ComputerState, TrajectoryStep
+    )),
     modifiers(&BearerAuth)
 )]
 pub struct ApiDoc;
@@ -891,14 +1031,16 @@ async fn delete_execution(
     }
 }
 
-/// Approves or denies a call waiting on an `ask` policy.
+/// Approves or denies a tool call waiting on an `ask` policy, or a computer step waiting
+/// on an `ask` rule (then the answer carries the step it produced).
 #[utoipa::path(
     post, path = "/v1/approvals/{id}", request_body = DecideApproval,
-    params(("id" = String, Path, description = "Approval id (from `approval.required`)")),
+    params(("id" = String, Path, description = "Approval id (from `approval.required`, or a computer step's `pending_approval`)")),
     responses(
-        (status = 200, description = "Decided; the call runs or fails with `denied`", body = ApprovalDecided),
+        (status = 200, description = "Decided; the call runs or fails with `denied`; a computer step runs (its result is `step`) or is `denied`", body = ApprovalDecided),
         (status = 404, description = "Unknown approval", body = ErrorBody),
-        (status = 409, description = "Already decided, or its execution ended", body = ErrorBody),
+        (status = 409, description = "Already decided, or its execution or computer session ended", body = ErrorBody),
+        (status = 410, description = "The computer session is gone", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -907,12 +1049,156 @@ async fn decide_approval(
     Path(id): Path<String>,
     ApiJson(body): ApiJson<DecideApproval>,
 ) -> Result<Json<ApprovalDecided>, ApiError> {
+    if let Some(decided) = app.computers.decide(&id, body.decision).await {
+        let (computer_id, step) = decided?;
+        return Ok(Json(ApprovalDecided {
+            id,
+            execution_id: None,
+            computer_id: Some(computer_id),
+            decision: body.decision,
+            step: Some(step),
+        }));
+    }
     let execution_id = app.hub.decide(&id, body.decision).await?;
     Ok(Json(ApprovalDecided {
         id,
-        execution_id,
+        execution_id: Some(execution_id),
+        computer_id: None,
         decision: body.decision,
+        step: None,
     }))
+}
+
+/// Opens an isolated browser session (its own BrowserContext in the server's Chromium,
+/// started on first use) and takes its first screenshot.
+#[utoipa::path(
+    post, path = "/v1/computers", request_body = CreateComputer,
+    responses(
+        (status = 201, description = "Opened", body = ComputerCreated),
+        (status = 400, description = "Not JSON", body = ErrorBody),
+        (status = 415, description = "Not `application/json`", body = ErrorBody),
+        (status = 422, description = "Bad fields (`invalid_request`), or the start url is refused by the session's origin policy (`url_blocked`)", body = ErrorBody),
+        (status = 502, description = "The browser failed to open the session (`browser_error`)", body = ErrorBody),
+        (status = 503, description = "Chromium is not installed or did not start (`browser_unavailable`), or too many sessions are open (`too_many_computers`)", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+async fn create_computer(
+    State(app): State<AppState>,
+    ApiJson(body): ApiJson<CreateComputer>,
+) -> Result<Response, ApiError> {
+    let created = app.computers.create(body).await?;
+    let location = format!("/v1/computers/{}", created.id);
+    Ok(self::created(location, created))
+}
+
+/// Describes a computer session: its state, display and the approval it waits for.
+#[utoipa::path(
+    get, path = "/v1/computers/{id}",
+    params(("id" = String, Path, description = "Computer id")),
+    responses(
+        (status = 200, description = "The session", body = ComputerInfo),
+        (status = 404, description = "Unknown (or deleted)", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+async fn get_computer(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<ComputerInfo>, ApiError> {
+    Ok(Json(app.computers.info(&id)?))
+}
+
+/// Closes a live session (state `closed`; its trajectory stays readable); deletes the
+/// record and trajectory of a session that is already over.
+#[utoipa::path(
+    delete, path = "/v1/computers/{id}",
+    params(("id" = String, Path, description = "Computer id")),
+    responses(
+        (status = 204, description = "Closed, or deleted"),
+        (status = 404, description = "Unknown (or deleted)", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+async fn delete_computer(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    app.computers.delete(&id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Runs one model call (one or more actions in the vendor's shape, then one screenshot).
+/// Problems the model can fix are a `200` with status `error` or `denied`.
+#[utoipa::path(
+    post, path = "/v1/computers/{id}/actions", request_body = ComputerActions,
+    params(("id" = String, Path, description = "Computer id")),
+    responses(
+        (status = 200, description = "The step: `ok`, `error`, `approval_required` or `denied`", body = ComputerStep),
+        (status = 404, description = "Unknown computer", body = ErrorBody),
+        (status = 409, description = "A step waits for approval (`approval_pending`)", body = ErrorBody),
+        (status = 410, description = "The session is over: `computer_expired`, `computer_closed`, `computer_lost` (its browser crashed)", body = ErrorBody),
+        (status = 422, description = "Unknown `format`, or no actions", body = ErrorBody),
+        (status = 502, description = "A browser command failed (`browser_error`); the session may still work", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+async fn computer_actions(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<ComputerActions>,
+) -> Result<Json<ComputerStep>, ApiError> {
+    Ok(Json(app.computers.act(&id, body).await?))
+}
+
+/// The recorded steps of a computer session (also after it ended or the server restarted).
+#[utoipa::path(
+    get, path = "/v1/computers/{id}/trajectory",
+    params(
+        ("id" = String, Path, description = "Computer id"),
+        ("after" = Option<u64>, Query, description = "List steps with a larger number only"),
+    ),
+    responses(
+        (status = 200, description = "The steps", body = ComputerTrajectory),
+        (status = 404, description = "Unknown computer", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+async fn computer_trajectory(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+    query: Result<Query<HashMap<String, String>>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<ComputerTrajectory>, ApiError> {
+    let after = parse_after(&query_map(query)?)?;
+    Ok(Json(app.computers.trajectory(&id, after)?))
+}
+
+/// The screenshot the model saw after step `step`.
+#[utoipa::path(
+    get, path = "/v1/computers/{id}/trajectory/{step}/screenshot",
+    params(
+        ("id" = String, Path, description = "Computer id"),
+        ("step" = u64, Path, description = "Step number"),
+    ),
+    responses(
+        (status = 200, description = "The image", content_type = "image/png"),
+        (status = 400, description = "`step` is not a number", body = ErrorBody),
+        (status = 404, description = "Unknown computer, or the step has no screenshot", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+async fn computer_screenshot(
+    State(app): State<AppState>,
+    Path((id, step)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let step: u64 = step.parse().map_err(|_| {
+        ApiError::bad_request(
+            "invalid_path",
+            format!("the step must be a step number, not {step:?}"),
+        )
+    })?;
+    let (media_type, bytes) = app.computers.screenshot(&id, step).await?;
+    Ok(([(header::CONTENT_TYPE, media_type)], bytes).into_response())
 }
 
 #[cfg(test)]
@@ -937,9 +1223,15 @@ mod tests {
             "/v1/executions/{id}/events",
             "/v1/executions/{id}/tool_results",
             "/v1/approvals/{id}",
+            "/v1/computers",
+            "/v1/computers/{id}",
+            "/v1/computers/{id}/actions",
+            "/v1/computers/{id}/trajectory",
+            "/v1/computers/{id}/trajectory/{step}/screenshot",
         ] {
             assert!(doc["paths"].get(path).is_some(), "missing {path}");
         }
         assert!(doc["components"]["schemas"].get("ExecutionEvent").is_some());
+        assert!(doc["components"]["schemas"].get("ComputerStep").is_some());
     }
 }

@@ -3,8 +3,13 @@
 //! - [`http`]: the HTTP + SSE API (`cordon serve`) — sandboxes, executions whose events
 //!   stream over SSE and resume with `Last-Event-ID`, client tool results, approvals —
 //!   with every event persisted in a SQLite [`store`] before it is sent.
+//!   Computer sessions (`/v1/computers`) drive isolated browser contexts with any vendor's
+//!   computer-use actions; their steps and trajectories are stored too.
 //! - [`mcp`]: an MCP server (`cordon mcp`, stdio or Streamable HTTP) with an
-//!   `execute_code` tool.
+//!   `execute_code` tool and the computer tools `computer_open`, `computer`,
+//!   `computer_close`.
+//! - [`computer`]: what both servers share for computer use: one lazily started Chromium
+//!   and the thread its sessions run on.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -21,6 +26,8 @@
 //! ```
 
 pub mod api;
+pub mod computer;
+mod computers;
 pub mod connect;
 pub mod error;
 pub mod http;
@@ -30,6 +37,6 @@ pub mod store;
 pub use connect::Connection;
 pub use error::ApiError;
 pub use http::{HttpApi, HttpOptions};
-pub use mcp::McpServer;
+pub use mcp::{McpOptions, McpServer};
 pub use store::{Store, StoreError};
 pub mod mcp;

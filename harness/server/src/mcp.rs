@@ -1,5 +1,6 @@
-//! The MCP server (`cordon mcp`): one tool, `execute_code`, over stdio or Streamable HTTP,
-//! built on the official Rust SDK (`rmcp`).
+//! The MCP server (`cordon mcp`): `execute_code`, and the computer tools `computer_open`,
+//! `computer` and `computer_close` (see [`computer`]), over stdio or Streamable HTTP, built
+//! on the official Rust SDK (`rmcp`).
 //!
 //! Protocol versions: 2024-11-05, 2025-03-26, 2025-06-18 and 2025-11-25 (the `initialize`
 //! handshake era). 2026-07-28 is not offered: it forbids server-to-client requests, and
@@ -13,13 +14,17 @@
 //! - With a `progressToken`, a progress notification goes out every second of the run.
 //! - Calls to tools with policy `ask` become a form elicitation when the client declared
 //!   the `elicitation` capability, and are refused (the guest gets a `ToolError`, and the
-//!   result says why) when it did not.
+//!   result says why) when it did not. Computer actions whose approval rule says `ask` go
+//!   the same way.
+
+mod computer;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use cordon_computer::browser::BrowserOptions;
 use cordon_core::broker::ApprovalRequest;
 use cordon_core::{Dispatcher, ToolRegistry};
 use cordon_protocol::execution::{
@@ -35,6 +40,9 @@ use rmcp::model::{
 use rmcp::service::{ElicitationMode, RequestContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 use serde_json::{Value, json};
+
+use crate::computer::ComputerPool;
+use computer::{ComputerTable, ComputerTools};
 
 /// Sessions kept at once; the oldest is dropped beyond this (each holds an instance).
 pub const MAX_SESSIONS: usize = 64;
@@ -61,6 +69,9 @@ pub enum McpSetupError {
          `command` or `http` (client tools need the HTTP API, `cordon serve`)"
     )]
     ClientTool(String),
+    /// The computer approval rules do not parse.
+    #[error("computer approval rules: {0}")]
+    ComputerRules(String),
 }
 
 /// The MCP server. Cheap to clone: each Streamable HTTP session gets a clone, and all
@@ -71,12 +82,53 @@ pub struct McpServer {
     /// REPL sessions by `session_id`: one table per MCP connection, so two clients of
     /// a Streamable HTTP server never see each other's variables.
     sessions: Arc<Mutex<SessionTable>>,
+    /// Computer sessions, also one table per MCP connection.
+    computers: Arc<ComputerTable>,
 }
 
 struct Inner {
     sandbox: Sandbox,
     dispatcher: Dispatcher,
     limits: Limits,
+    /// `None`: the computer tools are not offered.
+    pool: Option<Arc<ComputerPool>>,
+    /// Approval rules of computer sessions (`None`: the default rules).
+    computer_rules: Option<Value>,
+}
+
+/// Options of the MCP server beyond the sandbox.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct McpOptions {
+    /// How the computer tools start Chromium (on the first `computer_open`); `None` leaves
+    /// the computer tools out.
+    pub browser: Option<BrowserOptions>,
+    /// Approval rules of computer sessions, as `{"rules": [...]}` or a list (`None`: ask
+    /// before passwords, payment fields, buy/delete-like buttons, uploads, new origins).
+    pub computer_rules: Option<Value>,
+}
+
+impl Default for McpOptions {
+    fn default() -> Self {
+        McpOptions {
+            browser: Some(BrowserOptions::default()),
+            computer_rules: None,
+        }
+    }
+}
+
+impl McpOptions {
+    /// Sets [`Self::browser`].
+    pub fn browser(mut self, browser: Option<BrowserOptions>) -> Self {
+        self.browser = browser;
+        self
+    }
+
+    /// Sets [`Self::computer_rules`].
+    pub fn computer_rules(mut self, rules: Option<Value>) -> Self {
+        self.computer_rules = rules;
+        self
+    }
 }
 
 #[derive(Default)]
@@ -94,11 +146,22 @@ impl std::fmt::Debug for McpServer {
 }
 
 impl McpServer {
-    /// A server running code in `sandbox` with the tools of `registry` and `limits`.
+    /// A server running code in `sandbox` with the tools of `registry` and `limits`, and
+    /// the computer tools with the default [`McpOptions`].
     pub fn new(
         sandbox: Sandbox,
         registry: ToolRegistry,
         limits: Limits,
+    ) -> Result<Self, McpSetupError> {
+        McpServer::with_options(sandbox, registry, limits, McpOptions::default())
+    }
+
+    /// [`Self::new`] with [`McpOptions`].
+    pub fn with_options(
+        sandbox: Sandbox,
+        registry: ToolRegistry,
+        limits: Limits,
+        options: McpOptions,
     ) -> Result<Self, McpSetupError> {
         if let Some(tool) = registry
             .iter()
@@ -106,21 +169,56 @@ impl McpServer {
         {
             return Err(McpSetupError::ClientTool(tool.name().to_owned()));
         }
+        if let Some(rules) = &options.computer_rules {
+            let body = json!({"url": "about:blank", "rules": rules});
+            let checked = serde_json::from_value(body)
+                .map_err(|error| McpSetupError::ComputerRules(error.to_string()))
+                .and_then(|body| {
+                    crate::computer::Setup::parse(&body)
+                        .map_err(|error| McpSetupError::ComputerRules(error.to_string()))
+                });
+            checked?;
+        }
+        let pool = options
+            .browser
+            .map(|browser| Arc::new(ComputerPool::new(browser)));
+        let computers = ComputerTable::new(
+            pool.clone()
+                .unwrap_or_else(|| Arc::new(ComputerPool::new(BrowserOptions::default()))),
+        );
         Ok(McpServer {
             inner: Arc::new(Inner {
                 sandbox,
                 dispatcher: Dispatcher::new(Arc::new(registry)),
                 limits,
+                pool,
+                computer_rules: options.computer_rules,
             }),
             sessions: Arc::default(),
+            computers,
         })
     }
 
-    /// The same server with an empty session table (for a new MCP connection).
+    /// The same server with empty session tables (for a new MCP connection).
     pub fn with_own_sessions(&self) -> McpServer {
         McpServer {
             inner: self.inner.clone(),
             sessions: Arc::default(),
+            computers: ComputerTable::new(self.computer_pool()),
+        }
+    }
+
+    fn computer_pool(&self) -> Arc<ComputerPool> {
+        match &self.inner.pool {
+            Some(pool) => pool.clone(),
+            None => Arc::new(ComputerPool::new(BrowserOptions::default())),
+        }
+    }
+
+    /// Stops Chromium if the computer tools started it (every computer session ends).
+    pub async fn shutdown(&self) {
+        if let Some(pool) = &self.inner.pool {
+            pool.shutdown().await;
         }
     }
 
@@ -416,43 +514,47 @@ impl ElicitingApprover {
                  Accept to allow this call; decline to refuse it.",
                 request.tool, request.reason
             );
-            let schema = ElicitationSchema::builder()
-                .bool_property("approve", |schema| {
-                    schema
-                        .description("Allow this call (accepting with no value allows it too)")
-                        .with_default(true)
-                })
-                .build();
-            let Ok(schema) = schema else {
-                return Decision::Deny;
-            };
-            let params = ElicitRequestParams::FormElicitationParams {
-                meta: None,
-                message,
-                requested_schema: schema,
-            };
-            match self
-                .peer
-                .create_elicitation_with_timeout(params, Some(ELICITATION_TIMEOUT))
-                .await
-            {
-                Ok(answer) if answer.action == ElicitationAction::Accept => {
-                    let refused = answer
-                        .content
-                        .as_ref()
-                        .and_then(|content| content.get("approve"))
-                        .and_then(Value::as_bool)
-                        == Some(false);
-                    if refused {
-                        Decision::Deny
-                    } else {
-                        Decision::Approve
-                    }
-                }
-                // Declined, cancelled, timed out or failed: deny wins when nobody said yes.
-                _ => Decision::Deny,
+            elicit(&self.peer, message).await
+        }
+    }
+}
+
+/// Asks the client's user to approve (a form elicitation with one `approve` field).
+/// Declined, cancelled, timed out or failed: deny wins when nobody said yes.
+async fn elicit(peer: &Peer<RoleServer>, message: String) -> Decision {
+    let schema = ElicitationSchema::builder()
+        .bool_property("approve", |schema| {
+            schema
+                .description("Allow this (accepting with no value allows it too)")
+                .with_default(true)
+        })
+        .build();
+    let Ok(schema) = schema else {
+        return Decision::Deny;
+    };
+    let params = ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message,
+        requested_schema: schema,
+    };
+    match peer
+        .create_elicitation_with_timeout(params, Some(ELICITATION_TIMEOUT))
+        .await
+    {
+        Ok(answer) if answer.action == ElicitationAction::Accept => {
+            let refused = answer
+                .content
+                .as_ref()
+                .and_then(|content| content.get("approve"))
+                .and_then(Value::as_bool)
+                == Some(false);
+            if refused {
+                Decision::Deny
+            } else {
+                Decision::Approve
             }
         }
+        _ => Decision::Deny,
     }
 }
 
@@ -461,11 +563,17 @@ impl ServerHandler for McpServer {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_protocol_version(ProtocolVersion::V_2025_11_25)
             .with_server_info(Implementation::new("cordon", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
+            .with_instructions(if self.inner.pool.is_some() {
+                "Cordon runs code in a WebAssembly sandbox and drives isolated browsers. Use \
+                 execute_code to run Python or JavaScript; the last expression is the result; \
+                 declared tools are async functions the code can await. Use computer_open to \
+                 open a browser at a URL, computer to click, type, scroll and read the next \
+                 screenshot, and computer_close when done."
+            } else {
                 "Cordon runs code in a WebAssembly sandbox. Use execute_code to run Python or \
                  JavaScript; the last expression is the result; declared tools are async \
-                 functions the code can await.",
-            )
+                 functions the code can await."
+            })
     }
 
     fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
@@ -477,9 +585,11 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(vec![
-            self.execute_code_tool(),
-        ]))
+        let mut tools = vec![self.execute_code_tool()];
+        if self.inner.pool.is_some() {
+            tools.extend(computer::tools());
+        }
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(
@@ -487,15 +597,35 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        let arguments = request.arguments.unwrap_or_default();
+        let computers = ComputerTools {
+            table: &self.computers,
+            rules: &self.inner.computer_rules,
+        };
+        let computing = self.inner.pool.is_some();
         match request.name.as_ref() {
-            "execute_code" => {
-                let arguments = request.arguments.unwrap_or_default();
-                self.execute_code(arguments, context)
-                    .await
-                    .map(CallToolResponse::from)
+            "execute_code" => self
+                .execute_code(arguments, context)
+                .await
+                .map(CallToolResponse::from),
+            "computer_open" if computing => {
+                Ok(CallToolResponse::from(computers.open(arguments).await))
+            }
+            "computer" if computing => Ok(CallToolResponse::from(
+                computers.act(arguments, &context).await,
+            )),
+            "computer_close" if computing => {
+                Ok(CallToolResponse::from(computers.close(arguments).await))
             }
             other => Err(McpError::invalid_params(
-                format!("unknown tool `{other}`; this server has execute_code"),
+                if computing {
+                    format!(
+                        "unknown tool `{other}`; this server has execute_code, computer_open, \
+                         computer and computer_close"
+                    )
+                } else {
+                    format!("unknown tool `{other}`; this server has execute_code")
+                },
                 None,
             )),
         }
@@ -535,14 +665,17 @@ impl McpServer {
     /// Serves one client on stdin/stdout until it disconnects.
     pub async fn serve_stdio(self) -> Result<(), McpServeError> {
         use rmcp::ServiceExt;
+        let this = self.clone();
         let running = self
             .serve(rmcp::transport::stdio())
             .await
             .map_err(|error| McpServeError::Initialize(error.to_string()))?;
-        running
+        let waited = running
             .waiting()
             .await
-            .map_err(|error| McpServeError::Task(error.to_string()))?;
+            .map_err(|error| McpServeError::Task(error.to_string()));
+        this.shutdown().await;
+        waited?;
         Ok(())
     }
 
@@ -580,18 +713,21 @@ impl McpServer {
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Result<(), McpServeError> {
         let cancel = tokio_util::sync::CancellationToken::new();
+        let this = self.clone();
         let router = self.streamable_http_router(Vec::new(), cancel.clone());
         use axum::serve::ListenerExt;
         // Small SSE writes must not wait for delayed ACKs (Nagle).
         let listener = listener.tap_io(|stream| {
             let _ = stream.set_nodelay(true);
         });
-        axum::serve(listener, router)
+        let served = axum::serve(listener, router)
             .with_graceful_shutdown(async move {
                 shutdown.await;
                 cancel.cancel();
             })
-            .await?;
+            .await;
+        this.shutdown().await;
+        served?;
         Ok(())
     }
 }

@@ -1,5 +1,7 @@
 //! The SQLite store behind the HTTP API: sandboxes, executions, the append-only event log
-//! and approvals.
+//! and approvals; computer sessions, their trajectory steps and approvals (the screenshots
+//! themselves are files in the session's trajectory directory, written before the step's
+//! row, so a row never points at a missing file).
 //!
 //! Every event is written here, with its sequence number, *before* anyone is told about
 //! it; SSE streams, `Last-Event-ID` resumption and `GET /v1/executions/{id}` all read from
@@ -28,7 +30,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde_json::Value;
 
 /// Schema version written to `meta`; bump with a migration when the tables change.
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (
@@ -78,7 +80,45 @@ CREATE TABLE IF NOT EXISTS approvals (
     decided_ms   INTEGER
 );
 CREATE INDEX IF NOT EXISTS approvals_by_execution ON approvals (execution_id);
+CREATE TABLE IF NOT EXISTS computers (
+    id          TEXT PRIMARY KEY,
+    setup       TEXT NOT NULL,
+    trajectory  TEXT NOT NULL,
+    ttl_ms      INTEGER NOT NULL,
+    created_ms  INTEGER NOT NULL,
+    expires_ms  INTEGER NOT NULL,
+    state       TEXT NOT NULL,
+    reason      TEXT,
+    finished_ms INTEGER,
+    current_url TEXT,
+    steps       INTEGER NOT NULL DEFAULT 0,
+    pending     TEXT
+);
+CREATE INDEX IF NOT EXISTS computers_by_state ON computers (state);
+CREATE TABLE IF NOT EXISTS computer_steps (
+    computer_id TEXT NOT NULL,
+    step        INTEGER NOT NULL,
+    status      TEXT NOT NULL,
+    data        TEXT NOT NULL,
+    screenshot  TEXT,
+    at_ms       INTEGER NOT NULL,
+    PRIMARY KEY (computer_id, step)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS computer_approvals (
+    id          TEXT PRIMARY KEY,
+    computer_id TEXT NOT NULL,
+    step        INTEGER NOT NULL,
+    status      TEXT NOT NULL,
+    created_ms  INTEGER NOT NULL,
+    decided_ms  INTEGER
+);
+CREATE INDEX IF NOT EXISTS computer_approvals_by_computer ON computer_approvals (computer_id);
 ";
+
+/// Why computer sessions that were open when the server stopped are over.
+pub const COMPUTER_RESTART_REASON: &str = "the server stopped while this computer session was \
+    open (its process exited or was killed), and its browser went with it; open a new one \
+    (POST /v1/computers). Its trajectory stays readable";
 
 /// Status of an execution that has not ended, as stored.
 pub const RUNNING: &str = "running";
@@ -189,6 +229,69 @@ pub struct ApprovalRow {
     pub status: String,
 }
 
+/// A computer session as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ComputerRow {
+    /// Its id.
+    pub id: String,
+    /// How it was set up: the `session.json` of its trajectory, plus `display`.
+    pub setup: Value,
+    /// Its trajectory directory.
+    pub trajectory: String,
+    /// Idle time after which it is closed, in milliseconds.
+    pub ttl_ms: u64,
+    /// Creation time, Unix milliseconds.
+    pub created_ms: u64,
+    /// Expiry time (while live), Unix milliseconds.
+    pub expires_ms: u64,
+    /// `live`, `expired` or `closed`.
+    pub state: String,
+    /// Why it is no longer live.
+    pub reason: Option<String>,
+    /// When it ended, Unix milliseconds.
+    pub finished_ms: Option<u64>,
+    /// The URL after its last step.
+    pub current_url: Option<String>,
+    /// Steps recorded.
+    pub steps: u64,
+    /// The approval its last step waits for (JSON of the API's `ComputerApproval`).
+    pub pending: Option<Value>,
+}
+
+/// One computer step to store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ComputerStepRow {
+    /// Step number.
+    pub step: u64,
+    /// `ok`, `error`, `approval_required` or `denied`.
+    pub status: String,
+    /// The trajectory entry (JSON of the API's `TrajectoryStep`).
+    pub data: Value,
+    /// Screenshot file name in the trajectory directory.
+    pub screenshot: Option<String>,
+    /// The URL after the step.
+    pub current_url: Option<String>,
+    /// The approval the session now waits for (`None` clears it).
+    pub pending: Option<Value>,
+    /// The approval id it asks for.
+    pub asks: Option<String>,
+    /// The approval it resolved, and how (`approved` or `denied`).
+    pub resolves: Option<(String, String)>,
+}
+
+/// What [`Store::purge`] deleted.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Purged {
+    /// Executions (with their events and approvals).
+    pub executions: usize,
+    /// Sandboxes.
+    pub sandboxes: usize,
+    /// Computer sessions (with their steps and approvals).
+    pub computers: usize,
+    /// Trajectory directories of the deleted computer sessions.
+    pub trajectories: Vec<String>,
+}
+
 /// The store: one SQLite connection behind a mutex. Every call is a few indexed row
 /// operations (tens of microseconds), so callers run them inline on async tasks rather
 /// than paying a thread hop each time.
@@ -284,8 +387,9 @@ impl Store {
             Some(version) if version > SCHEMA_VERSION => {
                 return Err(StoreError::SchemaVersion { found: version });
             }
-            Some(_) => {}
-            None => {
+            // Older files got the new tables above; nothing else changed.
+            Some(version) if version == SCHEMA_VERSION => {}
+            _ => {
                 conn.execute(
                     "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?1)",
                     params![SCHEMA_VERSION.to_string()],
@@ -300,8 +404,9 @@ impl Store {
     /// Marks everything that was live when the previous process stopped as over: running
     /// executions end `expired` (with a final `execution.completed` event built from
     /// their log, so streams and readers see an end), pending approvals expire, live
-    /// sandboxes expire (their instances and REPL state died with the process). One
-    /// transaction. Returns how many executions expired.
+    /// sandboxes expire (their instances and REPL state died with the process), open
+    /// computer sessions expire with [`COMPUTER_RESTART_REASON`]. One transaction.
+    /// Returns how many executions expired.
     pub fn recover(&self, reason: &str) -> Result<usize> {
         let mut conn = lock(&self.conn);
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -352,6 +457,15 @@ impl Store {
         tx.execute(
             "UPDATE sandboxes SET state = 'expired', reason = ?1 WHERE state = 'live'",
             params![reason],
+        )?;
+        tx.execute(
+            "UPDATE computers SET state = 'expired', reason = ?1, finished_ms = ?2, pending = NULL
+             WHERE state = 'live'",
+            params![COMPUTER_RESTART_REASON, now],
+        )?;
+        tx.execute(
+            "UPDATE computer_approvals SET status = 'expired', decided_ms = ?1 WHERE status = 'pending'",
+            params![now],
         )?;
         tx.commit()?;
         Ok(running.len())
@@ -663,6 +777,312 @@ impl Store {
         tx.commit()?;
         Ok(deleted > 0)
     }
+
+    /// Records a new computer session as `live`.
+    pub fn insert_computer(&self, row: &ComputerRow) -> Result<()> {
+        lock(&self.conn).execute(
+            "INSERT INTO computers (id, setup, trajectory, ttl_ms, created_ms, expires_ms, state, reason, current_url, steps)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            params![
+                row.id,
+                row.setup.to_string(),
+                row.trajectory,
+                to_i64(row.ttl_ms),
+                to_i64(row.created_ms),
+                to_i64(row.expires_ms),
+                row.state,
+                row.reason,
+                row.current_url,
+                to_i64(row.steps),
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// A computer session by id (any state).
+    pub fn computer(&self, id: &str) -> Result<Option<ComputerRow>> {
+        let conn = lock(&self.conn);
+        let row = conn
+            .prepare_cached(
+                "SELECT id, setup, trajectory, ttl_ms, created_ms, expires_ms, state, reason,
+                        finished_ms, current_url, steps, pending
+                 FROM computers WHERE id = ?1",
+            )?
+            .query_row(params![id], |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, String>(1)?,
+                    row.get::<_, String>(2)?,
+                    row.get::<_, i64>(3)?,
+                    row.get::<_, i64>(4)?,
+                    row.get::<_, i64>(5)?,
+                    row.get::<_, String>(6)?,
+                    row.get::<_, Option<String>>(7)?,
+                    row.get::<_, Option<i64>>(8)?,
+                    row.get::<_, Option<String>>(9)?,
+                    row.get::<_, i64>(10)?,
+                    row.get::<_, Option<String>>(11)?,
+                ))
+            })
+            .optional()?;
+        let Some((
+            id,
+            setup,
+            trajectory,
+            ttl,
+            created,
+            expires,
+            state,
+            reason,
+            finished,
+            current_url,
+            steps,
+            pending,
+        )) = row
+        else {
+            return Ok(None);
+        };
+        Ok(Some(ComputerRow {
+            id,
+            setup: serde_json::from_str(&setup)?,
+            trajectory,
+            ttl_ms: to_u64(ttl),
+            created_ms: to_u64(created),
+            expires_ms: to_u64(expires),
+            state,
+            reason,
+            finished_ms: finished.map(to_u64),
+            current_url,
+            steps: to_u64(steps),
+            pending: match pending {
+                Some(text) => Some(serde_json::from_str(&text)?),
+                None => None,
+            },
+        }))
+    }
+
+    /// Appends a computer step, in one transaction with what it changes: the session's
+    /// step count, URL and pending approval, the approval it asks for (recorded
+    /// `pending`) and the one it resolves (recorded `approved` or `denied`).
+    pub fn append_computer_step(&self, computer_id: &str, step: &ComputerStepRow) -> Result<()> {
+        let now = to_i64(now_ms());
+        let mut conn = lock(&self.conn);
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.prepare_cached(
+            "INSERT INTO computer_steps (computer_id, step, status, data, screenshot, at_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )?
+        .execute(params![
+            computer_id,
+            to_i64(step.step),
+            step.status,
+            step.data.to_string(),
+            step.screenshot,
+            now
+        ])?;
+        tx.prepare_cached(
+            "UPDATE computers SET steps = ?2, current_url = COALESCE(?3, current_url),
+                    pending = CASE WHEN state = 'live' THEN ?4 END
+             WHERE id = ?1",
+        )?
+        .execute(params![
+            computer_id,
+            to_i64(step.step),
+            step.current_url,
+            step.pending.as_ref().map(Value::to_string),
+        ])?;
+        if let Some((approval_id, decision)) = &step.resolves {
+            tx.execute(
+                "UPDATE computer_approvals SET status = ?2, decided_ms = ?3 WHERE id = ?1 AND status = 'pending'",
+                params![approval_id, decision, now],
+            )?;
+        }
+        if let Some(approval_id) = &step.asks {
+            tx.execute(
+                "INSERT INTO computer_approvals (id, computer_id, step, status, created_ms)
+                 VALUES (?1, ?2, ?3, 'pending', ?4)",
+                params![approval_id, computer_id, to_i64(step.step), now],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Moves a live computer session's expiry (it was used).
+    pub fn touch_computer(&self, id: &str, expires_ms: u64) -> Result<()> {
+        lock(&self.conn).execute(
+            "UPDATE computers SET expires_ms = ?2 WHERE id = ?1 AND state = 'live'",
+            params![id, to_i64(expires_ms)],
+        )?;
+        Ok(())
+    }
+
+    /// Ends a live computer session (`expired` or `closed`) with the reason; its pending
+    /// approval expires.
+    pub fn end_computer(&self, id: &str, state: &str, reason: &str) -> Result<()> {
+        let now = to_i64(now_ms());
+        let mut conn = lock(&self.conn);
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute(
+            "UPDATE computers SET state = ?2, reason = ?3, finished_ms = ?4, pending = NULL
+             WHERE id = ?1 AND state = 'live'",
+            params![id, state, reason, now],
+        )?;
+        tx.execute(
+            "UPDATE computer_approvals SET status = 'expired', decided_ms = ?2
+             WHERE computer_id = ?1 AND status = 'pending'",
+            params![id, now],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Steps of a computer session with `step > after`, in order: (step, JSON).
+    pub fn computer_steps(&self, computer_id: &str, after: u64) -> Result<Vec<(u64, Value)>> {
+        let conn = lock(&self.conn);
+        let mut statement = conn.prepare_cached(
+            "SELECT step, data FROM computer_steps WHERE computer_id = ?1 AND step > ?2 ORDER BY step",
+        )?;
+        let rows = statement.query_map(params![computer_id, to_i64(after)], |row| {
+            Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
+        })?;
+        let mut steps = Vec::new();
+        for row in rows {
+            let (step, data) = row?;
+            steps.push((to_u64(step), serde_json::from_str(&data)?));
+        }
+        Ok(steps)
+    }
+
+    /// The screenshot file name of one step (`None`: no such step, or it has none).
+    pub fn computer_screenshot(&self, computer_id: &str, step: u64) -> Result<Option<String>> {
+        let conn = lock(&self.conn);
+        let name = conn
+            .query_row(
+                "SELECT screenshot FROM computer_steps WHERE computer_id = ?1 AND step = ?2",
+                params![computer_id, to_i64(step)],
+                |row| row.get::<_, Option<String>>(0),
+            )
+            .optional()?;
+        Ok(name.flatten())
+    }
+
+    /// A computer approval: (computer id, status).
+    pub fn computer_approval(&self, id: &str) -> Result<Option<(String, String)>> {
+        let conn = lock(&self.conn);
+        Ok(conn
+            .query_row(
+                "SELECT computer_id, status FROM computer_approvals WHERE id = ?1",
+                params![id],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .optional()?)
+    }
+
+    /// Deletes a computer session's record, steps and approvals (one transaction); returns
+    /// its trajectory directory, for the caller to remove.
+    pub fn delete_computer(&self, id: &str) -> Result<Option<String>> {
+        let mut conn = lock(&self.conn);
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let dir: Option<String> = tx
+            .query_row(
+                "SELECT trajectory FROM computers WHERE id = ?1",
+                params![id],
+                |row| row.get(0),
+            )
+            .optional()?;
+        tx.execute(
+            "DELETE FROM computer_steps WHERE computer_id = ?1",
+            params![id],
+        )?;
+        tx.execute(
+            "DELETE FROM computer_approvals WHERE computer_id = ?1",
+            params![id],
+        )?;
+        tx.execute("DELETE FROM computers WHERE id = ?1", params![id])?;
+        tx.commit()?;
+        Ok(dir)
+    }
+
+    /// A value of the `meta` table.
+    pub fn meta(&self, key: &str) -> Result<Option<String>> {
+        Ok(lock(&self.conn)
+            .query_row(
+                "SELECT value FROM meta WHERE key = ?1",
+                params![key],
+                |row| row.get(0),
+            )
+            .optional()?)
+    }
+
+    /// Sets (or with `None` removes) a value of the `meta` table.
+    pub fn set_meta(&self, key: &str, value: Option<&str>) -> Result<()> {
+        let conn = lock(&self.conn);
+        match value {
+            Some(value) => conn.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)",
+                params![key, value],
+            )?,
+            None => conn.execute("DELETE FROM meta WHERE key = ?1", params![key])?,
+        };
+        Ok(())
+    }
+
+    /// Deletes what ended before `cutoff_ms` (Unix ms): finished executions with their
+    /// events and approvals, sandboxes that are no longer live, and computer sessions that
+    /// are over with their steps and approvals. Running executions and live sandboxes and
+    /// sessions are never touched. One transaction; returns what went, including the
+    /// trajectory directories for the caller to remove.
+    pub fn purge(&self, cutoff_ms: u64) -> Result<Purged> {
+        let cutoff = to_i64(cutoff_ms);
+        let mut conn = lock(&self.conn);
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let old = "SELECT id FROM executions WHERE status != 'running' AND finished_ms < ?1";
+        tx.execute(
+            &format!("DELETE FROM events WHERE execution_id IN ({old})"),
+            params![cutoff],
+        )?;
+        tx.execute(
+            &format!("DELETE FROM approvals WHERE execution_id IN ({old})"),
+            params![cutoff],
+        )?;
+        let executions = tx.execute(
+            "DELETE FROM executions WHERE status != 'running' AND finished_ms < ?1",
+            params![cutoff],
+        )?;
+        // A sandbox that is no longer live ended at its expiry at the latest.
+        let sandboxes = tx.execute(
+            "DELETE FROM sandboxes WHERE state != 'live' AND expires_ms < ?1",
+            params![cutoff],
+        )?;
+        let trajectories: Vec<String> = {
+            let mut statement = tx.prepare(
+                "SELECT trajectory FROM computers WHERE state != 'live' AND finished_ms < ?1",
+            )?;
+            let rows = statement.query_map(params![cutoff], |row| row.get(0))?;
+            rows.collect::<rusqlite::Result<_>>()?
+        };
+        let old = "SELECT id FROM computers WHERE state != 'live' AND finished_ms < ?1";
+        tx.execute(
+            &format!("DELETE FROM computer_steps WHERE computer_id IN ({old})"),
+            params![cutoff],
+        )?;
+        tx.execute(
+            &format!("DELETE FROM computer_approvals WHERE computer_id IN ({old})"),
+            params![cutoff],
+        )?;
+        let computers = tx.execute(
+            "DELETE FROM computers WHERE state != 'live' AND finished_ms < ?1",
+            params![cutoff],
+        )?;
+        tx.commit()?;
+        Ok(Purged {
+            executions,
+            sandboxes,
+            computers,
+            trajectories,
+        })
+    }
 }
 
 /// The result an execution gets when the process running it went away: whatever its log
@@ -764,5 +1184,109 @@ mod tests {
         assert_eq!(events.len(), 2);
         assert_eq!(events[1].event_type, "execution.completed");
         assert_eq!(store.recover("again").unwrap(), 0);
+    }
+
+    fn computer(id: &str) -> ComputerRow {
+        ComputerRow {
+            id: id.into(),
+            setup: serde_json::json!({"url": "http://127.0.0.1:9/"}),
+            trajectory: format!("/tmp/trajectories/{id}"),
+            ttl_ms: 1000,
+            created_ms: 1,
+            expires_ms: 1001,
+            state: "live".into(),
+            reason: None,
+            finished_ms: None,
+            current_url: None,
+            steps: 0,
+            pending: None,
+        }
+    }
+
+    fn step(n: u64, asks: Option<&str>, resolves: Option<(&str, &str)>) -> ComputerStepRow {
+        ComputerStepRow {
+            step: n,
+            status: if asks.is_some() {
+                "approval_required"
+            } else {
+                "ok"
+            }
+            .into(),
+            data: serde_json::json!({"step": n}),
+            screenshot: Some(format!("step-{n:04}.png")),
+            current_url: Some(format!("http://127.0.0.1:9/#{n}")),
+            pending: asks.map(|id| serde_json::json!({"approval_id": id})),
+            asks: asks.map(str::to_owned),
+            resolves: resolves.map(|(a, b)| (a.to_owned(), b.to_owned())),
+        }
+    }
+
+    #[test]
+    fn computer_steps_and_approvals_survive_a_restart_and_the_session_expires() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cordon.db");
+        {
+            let store = Store::open(&path).unwrap();
+            store.insert_computer(&computer("cmp_1")).unwrap();
+            store
+                .append_computer_step("cmp_1", &step(1, None, None))
+                .unwrap();
+            store
+                .append_computer_step("cmp_1", &step(2, Some("appr_1"), None))
+                .unwrap();
+            let row = store.computer("cmp_1").unwrap().unwrap();
+            assert_eq!(row.steps, 2);
+            assert_eq!(row.pending.unwrap()["approval_id"], "appr_1");
+            assert_eq!(
+                store.computer_approval("appr_1").unwrap().unwrap().1,
+                "pending"
+            );
+        }
+        let store = Store::open(&path).unwrap();
+        store.recover("restarted").unwrap();
+        let row = store.computer("cmp_1").unwrap().unwrap();
+        assert_eq!(row.state, "expired");
+        assert_eq!(row.reason.as_deref(), Some(COMPUTER_RESTART_REASON));
+        assert_eq!(row.pending, None);
+        assert_eq!(
+            store.computer_approval("appr_1").unwrap().unwrap().1,
+            "expired"
+        );
+        let steps = store.computer_steps("cmp_1", 0).unwrap();
+        assert_eq!(steps.iter().map(|(n, _)| *n).collect::<Vec<_>>(), [1, 2]);
+        assert_eq!(
+            store.computer_screenshot("cmp_1", 2).unwrap().as_deref(),
+            Some("step-0002.png")
+        );
+    }
+
+    #[test]
+    fn purge_deletes_what_ended_before_the_cutoff_and_nothing_live() {
+        let store = Store::in_memory().unwrap();
+        for id in ["exec_old", "exec_running"] {
+            store
+                .insert_execution(id, "sbx_1", Language::Python, "1")
+                .unwrap();
+        }
+        let done = ExecutionEvent::Completed(expired_result(&[], "x"));
+        store.append_event("exec_old", 1, &done).unwrap();
+        store.insert_computer(&computer("cmp_old")).unwrap();
+        store.insert_computer(&computer("cmp_live")).unwrap();
+        store
+            .append_computer_step("cmp_old", &step(1, Some("appr_9"), None))
+            .unwrap();
+        store.end_computer("cmp_old", "closed", "deleted").unwrap();
+        // Nothing ended before the epoch.
+        assert_eq!(store.purge(0).unwrap(), Purged::default());
+        let purged = store.purge(now_ms() + 1).unwrap();
+        assert_eq!((purged.executions, purged.computers), (1, 1));
+        assert_eq!(purged.trajectories, ["/tmp/trajectories/cmp_old"]);
+        assert!(store.execution("exec_old").unwrap().is_none());
+        assert!(store.events_after("exec_old", 0, 10).unwrap().is_empty());
+        assert!(store.execution("exec_running").unwrap().is_some());
+        assert!(store.computer("cmp_old").unwrap().is_none());
+        assert!(store.computer_approval("appr_9").unwrap().is_none());
+        assert!(store.computer_steps("cmp_old", 0).unwrap().is_empty());
+        assert!(store.computer("cmp_live").unwrap().is_some());
     }
 }

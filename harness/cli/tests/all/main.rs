@@ -9,6 +9,9 @@
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
+mod browser;
+#[cfg(feature = "desktop")]
+mod desktop;
 mod serve;
 
 use pretty_assertions::assert_eq;

@@ -1,6 +1,8 @@
 //! `cordon serve` and `cordon mcp` driven by real clients: the scripts in `tests/e2e`
 //! use `httpx` and the official MCP Python SDK (`tests/requirements.txt`, installed by
-//! `tests/bootstrap.sh`). Each test starts and stops its own server on 127.0.0.1.
+//! `tests/bootstrap.sh`). Each test starts and stops its own server on 127.0.0.1; the
+//! computer-use scenarios serve their test page from the script (`tests/e2e/pages.py`),
+//! and the server under test starts and stops Chromium itself.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -23,10 +25,40 @@ struct Server {
 }
 
 impl Drop for Server {
+    /// SIGTERM first, so the server stops the Chromium it started; SIGKILL if it lingers.
     fn drop(&mut self) {
+        if let Ok(Some(_)) = self.child.try_wait() {
+            return;
+        }
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Processes whose command line names a Chromium profile of server process `pid`
+/// (`cordon-chromium-<pid>-<n>`).
+fn chromium_of(pid: u32) -> Vec<u32> {
+    let needle = format!("cordon-chromium-{pid}-");
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|candidate| {
+            std::fs::read(format!("/proc/{candidate}/cmdline"))
+                .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains(&needle))
+        })
+        .collect()
 }
 
 impl Server {
@@ -76,10 +108,12 @@ impl Server {
         Server::start(&args)
     }
 
-    /// `kill -9`: no chance to clean up.
-    fn kill_9(mut self) {
+    /// `kill -9`: no chance to clean up. Returns the pid it had.
+    fn kill_9(mut self) -> u32 {
+        let pid = self.child.id();
         self.child.kill().expect("SIGKILL is delivered");
         let _ = self.child.wait();
+        pid
     }
 }
 
@@ -151,9 +185,70 @@ fn http_api_history_survives_kill_9_and_live_executions_expire() {
     let state = state.to_str().unwrap();
     let server = Server::serve(&db, &[]);
     python("http_api.py", &["before_kill", &server.url, state]);
-    server.kill_9();
+    let killed = server.kill_9();
+    // The killed server's Chromium outlives it, until the next server stops it.
+    assert!(
+        !chromium_of(killed).is_empty(),
+        "the first server ran Chromium"
+    );
     let server = Server::serve(&db, &[]);
+    assert_eq!(
+        chromium_of(killed),
+        Vec::<u32>::new(),
+        "the orphaned Chromium was stopped"
+    );
     python("http_api.py", &["after_restart", &server.url, state]);
+    let pid = server.child.id();
+    drop(server);
+    assert_eq!(
+        chromium_of(pid),
+        Vec::<u32>::new(),
+        "SIGTERM stops Chromium"
+    );
+}
+
+#[test]
+fn http_api_computers_click_ask_approve_deny_trajectory_and_delete() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::serve(&dir.path().join("cordon.db"), &[]);
+    let pid = server.child.id();
+    python("http_api.py", &["computers", &server.url]);
+    // Deleted sessions take their trajectory directories with them.
+    let left: Vec<_> = std::fs::read_dir(dir.path().join("trajectories"))
+        .unwrap()
+        .collect();
+    assert_eq!(
+        left.len(),
+        2,
+        "only the trajectories of the session closed once and the idle one are left: {left:?}"
+    );
+    drop(server);
+    assert_eq!(
+        chromium_of(pid),
+        Vec::<u32>::new(),
+        "SIGTERM stops Chromium"
+    );
+}
+
+#[test]
+fn http_api_without_chromium_serves_sandboxes_and_explains_computers() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::serve(
+        &dir.path().join("cordon.db"),
+        &["--chromium", "/nonexistent/chromium"],
+    );
+    python("http_api.py", &["no_browser", &server.url]);
+}
+
+#[test]
+fn http_api_retention_deletes_ended_histories_and_trajectories() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::serve(&dir.path().join("cordon.db"), &["--retain", "2s"]);
+    python("http_api.py", &["retention", &server.url]);
+    let left = std::fs::read_dir(dir.path().join("trajectories"))
+        .unwrap()
+        .count();
+    assert_eq!(left, 1, "only the live session's trajectory is left");
 }
 
 #[test]

@@ -1,8 +1,11 @@
 //! Integration tests for cordon-computer: a real Chromium against pages served on loopback.
 //! Chromium must be installed (`sudo apt-get install -y chromium`); tests fail otherwise.
+//! With feature `desktop`, the `desktop` tests drive real Xvfb displays (tests/bootstrap.sh).
 
 mod browser;
 mod common;
+#[cfg(feature = "desktop")]
+mod desktop;
 mod gates;
 mod isolation;
 mod recovery;

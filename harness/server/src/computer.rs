@@ -1,0 +1,915 @@
+//! Computer-use sessions for both servers: one Chromium per server, started on first use
+//! and shared by every session (each gets its own BrowserContext), sessions set up from a
+//! [`CreateComputer`] body, and model calls decoded from any vendor's shape.
+//!
+//! The browser backend's futures are not `Send` (a session borrows itself across awaits
+//! and is not `Sync`), so they cannot run on the server's multi-threaded runtime. Every
+//! session therefore runs on one worker thread with a single-threaded runtime, and callers
+//! send it jobs. A job runs to its end even if its caller stops waiting (an HTTP client
+//! that hangs up mid-step): a step is never cut in half.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use base64::Engine as _;
+use cordon_computer::browser::{Browser, BrowserOptions, BrowserSession, SessionOptions};
+use cordon_computer::display::{DisplaySpec, Preset, Size};
+use cordon_computer::gate::Rules;
+use cordon_computer::image::ImageFormat;
+use cordon_computer::origin::{OriginPattern, OriginPolicy};
+use cordon_computer::trajectory::TrajectoryWriter;
+use cordon_computer::{
+    ActionError, Backend as _, Computer, EngineOptions, Error, Status, StepReport,
+};
+use cordon_protocol::computer::{Action, ComputerCall, Vendor, decode};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use crate::api::{
+    ComputerApproval, ComputerStep, CreateComputer, ScreenshotBody, ScreenshotRef, SizeBody,
+    StepStatus, TrajectoryStep,
+};
+use crate::hub::fresh_id;
+use crate::store::now_ms;
+
+/// Idle time after which a computer session is closed, unless its creator says otherwise.
+pub const DEFAULT_COMPUTER_TTL: Duration = Duration::from_secs(900);
+/// Longest idle time a computer session may ask for.
+pub const MAX_COMPUTER_TTL: Duration = Duration::from_secs(24 * 3600);
+
+/// Why a computer request could not be served. Model-visible problems with an action are
+/// not errors: they are steps with status `error` or `denied`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ComputerError {
+    /// The request describes a session that cannot be set up.
+    #[error("{0}")]
+    Invalid(String),
+    /// The start URL is refused by the session's own origin policy.
+    #[error("{0}")]
+    Blocked(String),
+    /// Chromium is missing or would not start.
+    #[error("{0}")]
+    Unavailable(String),
+    /// The session's browser went away; the session is over.
+    #[error("{0}")]
+    Lost(String),
+    /// A browser command failed; the session may still work.
+    #[error("{0}")]
+    Browser(String),
+    /// Recording the trajectory failed.
+    #[error("{0}")]
+    Trajectory(String),
+    /// A step waits for a decision on this approval first.
+    #[error(
+        "step waits for approval {0}: decide it first (POST /v1/approvals/{0}), then send more actions"
+    )]
+    Pending(String),
+    /// No such approval is pending on this session (decided a moment ago, or never).
+    #[error("approval {0} is not pending on this computer")]
+    NoSuchApproval(String),
+    /// The session was closed.
+    #[error("{0}")]
+    Closed(String),
+}
+
+impl ComputerError {
+    fn from_step(error: Error) -> ComputerError {
+        match error {
+            Error::BrowserLost { .. } | Error::SessionClosed(_) => {
+                ComputerError::Lost(error.to_string())
+            }
+            Error::Trajectory { .. } => ComputerError::Trajectory(error.to_string()),
+            Error::Action(ActionError::NoSuchApproval(id)) => ComputerError::NoSuchApproval(id),
+            Error::Action(ActionError::Blocked { .. }) => ComputerError::Blocked(error.to_string()),
+            Error::Action(action) => ComputerError::Invalid(action.to_string()),
+            other => ComputerError::Browser(other.to_string()),
+        }
+    }
+
+    fn from_launch(error: Error) -> ComputerError {
+        match error {
+            Error::BrowserMissing { .. } => ComputerError::Unavailable(format!(
+                "computer use needs Chromium, and it is not installed: {error} (the server \
+                 takes --chromium PATH or CORDON_CHROMIUM; sandboxes work without it)"
+            )),
+            other => ComputerError::Unavailable(format!("Chromium did not start: {other}")),
+        }
+    }
+}
+
+/// A session's set-up, checked: what [`CreateComputer`] asks for.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Setup {
+    /// Start page.
+    pub url: String,
+    /// CSS pixels.
+    pub viewport: Size,
+    /// Device pixel ratio (1 or 2).
+    pub dpr: f64,
+    /// How the model display is chosen.
+    pub display: DisplaySpec,
+    /// What the session may reach.
+    pub policy: OriginPolicy,
+    /// Approval rules.
+    pub rules: Rules,
+    /// Screenshot encoding.
+    pub image_format: ImageFormat,
+    /// Idle time before the session is closed.
+    pub ttl: Duration,
+}
+
+fn size_arg(value: &Value, field: &str) -> Result<Size, String> {
+    let size = match value {
+        Value::String(text) => Size::parse(text),
+        Value::Object(_) => serde_json::from_value::<SizeBody>(value.clone())
+            .ok()
+            .filter(|s| s.width > 0 && s.height > 0)
+            .map(|s| Size::new(s.width, s.height)),
+        _ => None,
+    };
+    size.ok_or_else(|| {
+        format!("`{field}` must be \"WxH\" or {{\"width\", \"height\"}} (positive), not {value}")
+    })
+}
+
+fn patterns(list: &[String], field: &str) -> Result<Vec<OriginPattern>, String> {
+    list.iter()
+        .map(|raw| OriginPattern::parse(raw).map_err(|error| format!("`{field}`: {error}")))
+        .collect()
+}
+
+impl Setup {
+    /// Checks a [`CreateComputer`] body. `Err` says what is wrong with it.
+    pub fn parse(body: &CreateComputer) -> Result<Setup, ComputerError> {
+        let invalid = ComputerError::Invalid;
+        let viewport = match &body.viewport {
+            None | Some(Value::Null) => Size::new(1280, 800),
+            Some(value) => size_arg(value, "viewport").map_err(invalid)?,
+        };
+        if viewport.width > 3840 || viewport.height > 2160 {
+            return Err(invalid(format!(
+                "`viewport` {viewport} is larger than 3840x2160"
+            )));
+        }
+        let dpr = body.dpr.unwrap_or(1.0);
+        if dpr != 1.0 && dpr != 2.0 {
+            return Err(invalid(format!("`dpr` must be 1 or 2, not {dpr}")));
+        }
+        let display = match &body.display {
+            None | Some(Value::Null) => DisplaySpec::DEFAULT_BUDGET,
+            Some(Value::String(name)) if name.eq_ignore_ascii_case("budget") => {
+                DisplaySpec::DEFAULT_BUDGET
+            }
+            Some(Value::String(name)) if Preset::parse(name).is_some() => DisplaySpec::Preset {
+                preset: Preset::parse(name).unwrap_or(Preset::Xga),
+            },
+            Some(value) => DisplaySpec::Fixed {
+                size: size_arg(value, "display").map_err(|_| {
+                    invalid(format!(
+                        "`display` must be \"WxH\", {{\"width\", \"height\"}}, xga, wxga, fwxga \
+                         or budget, not {value}"
+                    ))
+                })?,
+            },
+        };
+        let shown = display.resolve(viewport);
+        if shown.width > 4096 || shown.height > 4096 {
+            return Err(invalid(format!(
+                "`display` {shown} is larger than 4096x4096"
+            )));
+        }
+        let policy = OriginPolicy::new(
+            patterns(&body.allow_origins, "allow_origins").map_err(invalid)?,
+            patterns(&body.block_origins, "block_origins").map_err(invalid)?,
+        );
+        if let Err(refusal) = policy.check(&body.url) {
+            return Err(ComputerError::Blocked(format!(
+                "the start url {:?} is refused: {}",
+                body.url, refusal.0
+            )));
+        }
+        let rules = match &body.rules {
+            None | Some(Value::Null) => Rules::default(),
+            Some(list @ Value::Array(_)) => serde_json::from_value(json!({ "rules": list }))
+                .map_err(|error| invalid(format!("`rules`: {error}")))?,
+            Some(object) => serde_json::from_value(object.clone())
+                .map_err(|error| invalid(format!("`rules`: {error}")))?,
+        };
+        let image_format = match &body.image_format {
+            None => ImageFormat::Png,
+            Some(name) => ImageFormat::parse(name).ok_or_else(|| {
+                invalid(format!(
+                    "`image_format` must be png, jpeg or jpeg:QUALITY (1-100), not {name:?}"
+                ))
+            })?,
+        };
+        let ttl = match body.ttl_seconds {
+            None => DEFAULT_COMPUTER_TTL,
+            Some(0) => return Err(invalid("`ttl_seconds` must be at least 1".to_owned())),
+            Some(seconds) if Duration::from_secs(seconds) > MAX_COMPUTER_TTL => {
+                return Err(invalid(format!(
+                    "`ttl_seconds` must be at most {}",
+                    MAX_COMPUTER_TTL.as_secs()
+                )));
+            }
+            Some(seconds) => Duration::from_secs(seconds),
+        };
+        Ok(Setup {
+            url: body.url.clone(),
+            viewport,
+            dpr,
+            display,
+            policy,
+            rules,
+            image_format,
+            ttl,
+        })
+    }
+
+    /// The model display this set-up gives.
+    pub fn display_size(&self) -> Size {
+        self.display.resolve(self.viewport)
+    }
+
+    /// `session.json` of the trajectory, in the shape `cordon replay DIR` reads.
+    pub fn session_json(&self) -> Value {
+        json!({
+            "url": self.url,
+            "viewport": self.viewport,
+            "dpr": self.dpr,
+            "display": self.display,
+            "policy": self.policy,
+            "image_format": self.image_format,
+            "rules": self.rules,
+            "vendor": Vendor::Native,
+        })
+    }
+
+    fn session_options(&self) -> SessionOptions {
+        let mut options = SessionOptions::default();
+        options.viewport = self.viewport;
+        options.dpr = self.dpr;
+        options.display = self.display;
+        options.policy = self.policy.clone();
+        options.start_url = Some(self.url.clone());
+        options
+    }
+}
+
+/// Parses `anthropic | openai | gemini | native` (default `anthropic`).
+pub fn parse_format(format: Option<&str>) -> Result<Vendor, String> {
+    match format {
+        None => Ok(Vendor::Anthropic),
+        Some(name) => Vendor::parse(name).ok_or_else(|| {
+            format!("unknown format {name:?}; use anthropic, openai, gemini or native")
+        }),
+    }
+}
+
+/// Decodes a model call given as a list of vendor-shaped actions into one call: run in
+/// order, then one screenshot. `Err` is model-visible (the model wrote an action that does
+/// not decode).
+pub fn decode_actions(
+    vendor: Vendor,
+    actions: &[Value],
+    call_id: Option<String>,
+) -> Result<ComputerCall, String> {
+    let mut merged: Option<ComputerCall> = None;
+    for (index, value) in actions.iter().enumerate() {
+        let call = decode(vendor, value).map_err(|error| {
+            if actions.len() > 1 {
+                format!("actions[{index}]: {error}")
+            } else {
+                error.to_string()
+            }
+        })?;
+        match &mut merged {
+            None => merged = Some(call),
+            Some(into) => {
+                if into.coords != call.coords {
+                    return Err(format!(
+                        "actions[{index}] uses another coordinate space than actions[0]; send \
+                         them as separate calls"
+                    ));
+                }
+                into.actions.extend(call.actions);
+                into.safety_checks.extend(call.safety_checks);
+                if into.call_id.is_none() {
+                    into.call_id = call.call_id;
+                }
+            }
+        }
+    }
+    let mut call = merged.ok_or_else(|| "`actions` is empty".to_owned())?;
+    if vendor == Vendor::OpenAi && call.actions.len() > 1 {
+        call.batched = true;
+    }
+    if call_id.is_some() {
+        call.call_id = call_id;
+    }
+    Ok(call)
+}
+
+/// A step waiting for a human.
+#[derive(Debug, Clone)]
+struct PendingStep {
+    approval: ComputerApproval,
+    /// The engine's own id for it.
+    engine_id: String,
+    /// The call it belongs to.
+    call: ComputerCall,
+}
+
+/// What one step produced: the API's answer, and the trajectory entry when recorded.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Stepped {
+    /// The step result.
+    pub step: ComputerStep,
+    /// The trajectory entry (`None` when the session does not record, or nothing ran).
+    pub record: Option<TrajectoryStep>,
+    /// The screenshot's file name in the trajectory directory.
+    pub screenshot_file: Option<String>,
+}
+
+/// An open computer session. Only the worker thread touches it (see the module docs).
+pub struct LiveComputer {
+    id: String,
+    computer: Computer<BrowserSession>,
+    pending: Option<PendingStep>,
+    recording: bool,
+    closed: Option<String>,
+    /// The model display.
+    pub display: Size,
+    /// The viewport in CSS pixels.
+    pub viewport: Size,
+}
+
+impl std::fmt::Debug for LiveComputer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveComputer")
+            .field("id", &self.id)
+            .field("display", &self.display)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A computer session shared between requests; steps on it run one at a time.
+pub type SharedComputer = Arc<tokio::sync::Mutex<LiveComputer>>;
+
+fn status(status: Status) -> StepStatus {
+    match status {
+        Status::Ok => StepStatus::Ok,
+        Status::ApprovalRequired => StepStatus::ApprovalRequired,
+        Status::Denied => StepStatus::Denied,
+        _ => StepStatus::Error,
+    }
+}
+
+impl LiveComputer {
+    /// The session id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The approval a step waits for.
+    pub fn pending(&self) -> Option<&ComputerApproval> {
+        self.pending.as_ref().map(|p| &p.approval)
+    }
+
+    /// Runs one call.
+    async fn step(&mut self, call: ComputerCall, raw: &Value) -> Result<Stepped, ComputerError> {
+        self.usable()?;
+        if let Some(pending) = &self.pending {
+            return Err(ComputerError::Pending(pending.approval.approval_id.clone()));
+        }
+        let report = match self.computer.step(call.clone(), Some(raw)).await {
+            Ok(report) => report,
+            Err(error) => return Err(self.failed(error)),
+        };
+        Ok(self.stepped(report, call, None))
+    }
+
+    /// Approves or denies the pending step.
+    async fn decide(&mut self, approval_id: &str, approve: bool) -> Result<Stepped, ComputerError> {
+        self.usable()?;
+        let pending = match self.pending.take() {
+            Some(pending) if pending.approval.approval_id == approval_id => pending,
+            other => {
+                self.pending = other;
+                return Err(ComputerError::NoSuchApproval(approval_id.to_owned()));
+            }
+        };
+        let outcome = if approve {
+            self.computer.approve(&pending.engine_id).await
+        } else {
+            self.computer.deny(&pending.engine_id).await
+        };
+        match outcome {
+            Ok(mut report) => {
+                if report.current_url.is_none() {
+                    // A denied step ran nothing, but the model still learns where it is.
+                    report.current_url = self.computer.backend_mut().current_url().await.ok();
+                }
+                Ok(self.stepped(report, pending.call, Some(approval_id.to_owned())))
+            }
+            Err(error) => Err(self.failed(error)),
+        }
+    }
+
+    async fn close(&mut self, why: &str) {
+        if self.closed.is_none() {
+            self.closed = Some(why.to_owned());
+            let _closed = self.computer.backend_mut().close().await;
+        }
+    }
+
+    fn usable(&self) -> Result<(), ComputerError> {
+        match &self.closed {
+            Some(why) => Err(ComputerError::Closed(why.clone())),
+            None => Ok(()),
+        }
+    }
+
+    fn failed(&mut self, error: Error) -> ComputerError {
+        let error = ComputerError::from_step(error);
+        if let ComputerError::Lost(why) = &error {
+            // The browser context died with its process: the session cannot go on.
+            self.closed = Some(why.clone());
+            self.pending = None;
+        }
+        error
+    }
+
+    fn stepped(
+        &mut self,
+        report: StepReport,
+        call: ComputerCall,
+        resolves: Option<String>,
+    ) -> Stepped {
+        let pending_approval = report.pending.as_ref().map(|engine| {
+            let approval = ComputerApproval {
+                approval_id: fresh_id("appr"),
+                rule: engine.rule.clone(),
+                reason: engine.reason.clone(),
+                element: engine.element.clone(),
+                action_index: engine.action_index,
+                action: engine.action.clone(),
+            };
+            self.pending = Some(PendingStep {
+                approval: approval.clone(),
+                engine_id: engine.id.clone(),
+                call: call.clone(),
+            });
+            approval
+        });
+        let screenshot = report.screenshot.as_ref().map(|image| ScreenshotBody {
+            media_type: image.format.media_type().to_owned(),
+            data: base64::engine::general_purpose::STANDARD.encode(&image.data),
+            width: image.size.width,
+            height: image.size.height,
+        });
+        let gates: Vec<Value> = report
+            .gates
+            .iter()
+            .filter_map(|gate| serde_json::to_value(gate).ok())
+            .collect();
+        let timings = serde_json::to_value(report.timings_ms).unwrap_or(Value::Null);
+        let step = ComputerStep {
+            step: Some(report.step),
+            status: status(report.status),
+            call_id: report.call_id.clone(),
+            error: report.error.clone(),
+            current_url: report.current_url.clone(),
+            screenshot,
+            text: report.text.clone(),
+            pending_approval: pending_approval.clone(),
+            resolves: resolves.clone(),
+            gates: gates.clone(),
+            settled: report.settled,
+            timings_ms: timings.clone(),
+        };
+        let screenshot_file = report
+            .screenshot
+            .as_ref()
+            .filter(|_| self.recording)
+            .map(|image| format!("step-{:04}.{}", report.step, image.format.extension()));
+        let record = self.recording.then(|| TrajectoryStep {
+            step: report.step,
+            at: crate::http::rfc3339(now_ms()),
+            status: step.status,
+            call_id: report.call_id.clone(),
+            error: report.error.clone(),
+            current_url: report.current_url.clone(),
+            call: serde_json::to_value(&call).unwrap_or(Value::Null),
+            screen_ops: report
+                .screen_ops
+                .iter()
+                .filter_map(|op| serde_json::to_value(op).ok())
+                .collect(),
+            gates,
+            pending_approval,
+            resolves,
+            text: report.text.clone(),
+            screenshot: report.screenshot.as_ref().map(|image| ScreenshotRef {
+                media_type: image.format.media_type().to_owned(),
+                width: image.size.width,
+                height: image.size.height,
+                url: format!(
+                    "/v1/computers/{}/trajectory/{}/screenshot",
+                    self.id, report.step
+                ),
+            }),
+            settled: report.settled,
+            timings_ms: timings,
+        });
+        Stepped {
+            step,
+            record,
+            screenshot_file,
+        }
+    }
+}
+
+type Job = Box<dyn FnOnce() -> Pin<Box<dyn Future<Output = ()>>> + Send>;
+
+/// The thread every computer session runs on (started on first use).
+#[derive(Default)]
+struct Worker {
+    jobs: OnceLock<Option<mpsc::UnboundedSender<Job>>>,
+}
+
+impl Worker {
+    fn sender(&self) -> Option<&mpsc::UnboundedSender<Job>> {
+        self.jobs
+            .get_or_init(|| {
+                let (sender, mut receiver) = mpsc::unbounded_channel::<Job>();
+                let spawned = std::thread::Builder::new()
+                    .name("cordon-computers".into())
+                    .spawn(move || {
+                        let runtime = match tokio::runtime::Builder::new_current_thread()
+                            .enable_all()
+                            .build()
+                        {
+                            Ok(runtime) => runtime,
+                            Err(error) => {
+                                eprintln!(
+                                    "cordon: the computer-use runtime did not start: {error}"
+                                );
+                                return;
+                            }
+                        };
+                        let local = tokio::task::LocalSet::new();
+                        local.block_on(&runtime, async move {
+                            while let Some(job) = receiver.recv().await {
+                                tokio::task::spawn_local(job());
+                            }
+                        });
+                    });
+                match spawned {
+                    Ok(_) => Some(sender),
+                    Err(error) => {
+                        eprintln!("cordon: the computer-use thread did not start: {error}");
+                        None
+                    }
+                }
+            })
+            .as_ref()
+    }
+
+    /// Runs `job` on the worker and waits for its output.
+    async fn run<T, F, Fut>(&self, job: F) -> Result<T, ComputerError>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: Future<Output = T> + 'static,
+    {
+        let gone = || ComputerError::Browser("the computer-use worker thread is gone".to_owned());
+        let (done, output) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move || {
+            Box::pin(async move {
+                let _ = done.send(job().await);
+            })
+        });
+        self.sender()
+            .ok_or_else(gone)?
+            .send(job)
+            .map_err(|_| gone())?;
+        output.await.map_err(|_| gone())
+    }
+}
+
+/// Computer sessions of one server: the worker thread and the one Chromium (started on the
+/// first session, restarted by the browser backend if it crashes).
+pub struct ComputerPool {
+    options: BrowserOptions,
+    worker: Worker,
+    /// Only touched on the worker thread.
+    browser: Arc<tokio::sync::Mutex<Option<Browser>>>,
+    pid: Arc<AtomicU32>,
+}
+
+impl std::fmt::Debug for ComputerPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ComputerPool")
+            .field("chromium", &self.options.executable)
+            .field("pid", &self.chromium_pid())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ComputerPool {
+    /// A pool that starts Chromium as `options` say, when the first session opens.
+    pub fn new(options: BrowserOptions) -> ComputerPool {
+        ComputerPool {
+            options,
+            worker: Worker::default(),
+            browser: Arc::default(),
+            pid: Arc::default(),
+        }
+    }
+
+    /// The process id of the running Chromium, if one runs.
+    pub fn chromium_pid(&self) -> Option<u32> {
+        match self.pid.load(Ordering::SeqCst) {
+            0 => None,
+            pid => Some(pid),
+        }
+    }
+
+    /// Opens a session and takes its first screenshot (step 1). With `record`, the
+    /// trajectory is written to that directory.
+    pub async fn open(
+        &self,
+        id: String,
+        setup: &Setup,
+        record: Option<PathBuf>,
+    ) -> Result<(SharedComputer, Stepped), ComputerError> {
+        let slot = self.browser.clone();
+        let pid = self.pid.clone();
+        let options = self.options.clone();
+        let setup = setup.clone();
+        self.worker
+            .run(move || async move {
+                let browser = {
+                    let mut slot = slot.lock().await;
+                    match &*slot {
+                        Some(browser) => browser.clone(),
+                        None => {
+                            let browser = Browser::launch(options)
+                                .await
+                                .map_err(ComputerError::from_launch)?;
+                            *slot = Some(browser.clone());
+                            browser
+                        }
+                    }
+                };
+                let session = browser.new_session(setup.session_options()).await.map_err(
+                    |error| match error {
+                        Error::Action(ActionError::Blocked { .. }) => {
+                            ComputerError::Blocked(error.to_string())
+                        }
+                        Error::BrowserMissing { .. } => ComputerError::from_launch(error),
+                        other => ComputerError::Browser(format!(
+                            "the browser session did not open: {other}"
+                        )),
+                    },
+                )?;
+                // A lost browser is restarted by `new_session`: the pid may be new.
+                pid.store(browser.pid().unwrap_or(0), Ordering::SeqCst);
+                let mut engine = EngineOptions::default();
+                engine.rules = setup.rules.clone();
+                engine.format = setup.image_format;
+                let mut computer = Computer::new(session, engine);
+                let recording = record.is_some();
+                if let Some(dir) = record {
+                    match TrajectoryWriter::create(&dir, &setup.session_json()) {
+                        Ok(writer) => computer.record(writer),
+                        Err(error) => {
+                            let _closed = computer.backend_mut().close().await;
+                            return Err(ComputerError::Trajectory(error.to_string()));
+                        }
+                    }
+                }
+                let display = computer.scaler().display;
+                let mut live = LiveComputer {
+                    id,
+                    computer,
+                    pending: None,
+                    recording,
+                    closed: None,
+                    display,
+                    viewport: setup.viewport,
+                };
+                let first = ComputerCall::native(Action::Screenshot);
+                let raw = json!({"format": "native", "actions": [{"kind": "screenshot"}]});
+                match live.step(first, &raw).await {
+                    Ok(stepped) => Ok((Arc::new(tokio::sync::Mutex::new(live)), stepped)),
+                    Err(error) => {
+                        live.close("it failed to start").await;
+                        Err(error)
+                    }
+                }
+            })
+            .await?
+    }
+
+    /// Runs one call on `computer`.
+    pub async fn step(
+        &self,
+        computer: &SharedComputer,
+        call: ComputerCall,
+        raw: Value,
+    ) -> Result<Stepped, ComputerError> {
+        let computer = computer.clone();
+        self.worker
+            .run(move || async move { computer.lock().await.step(call, &raw).await })
+            .await?
+    }
+
+    /// Approves or denies the step waiting on `approval_id`.
+    pub async fn decide(
+        &self,
+        computer: &SharedComputer,
+        approval_id: String,
+        approve: bool,
+    ) -> Result<Stepped, ComputerError> {
+        let computer = computer.clone();
+        self.worker
+            .run(move || async move { computer.lock().await.decide(&approval_id, approve).await })
+            .await?
+    }
+
+    /// Closes a session (its BrowserContext, with cookies and storage, is disposed of).
+    pub async fn close(&self, computer: &SharedComputer, why: &str) {
+        let computer = computer.clone();
+        let why = why.to_owned();
+        let _done = self
+            .worker
+            .run(move || async move { computer.lock().await.close(&why).await })
+            .await;
+    }
+
+    /// Stops Chromium (every session ends with it). The next `open` starts a new one.
+    pub async fn shutdown(&self) {
+        if self.jobs_started() {
+            let slot = self.browser.clone();
+            let pid = self.pid.clone();
+            let _done = self
+                .worker
+                .run(move || async move {
+                    let browser = slot.lock().await.take();
+                    if let Some(browser) = browser {
+                        let _closed = browser.close().await;
+                    }
+                    pid.store(0, Ordering::SeqCst);
+                })
+                .await;
+        }
+    }
+
+    fn jobs_started(&self) -> bool {
+        self.worker.jobs.get().is_some()
+    }
+}
+
+/// Kills the Chromium a killed server left behind (`pid`, recorded while it ran), if that
+/// process still runs and is one of ours; removes its profile directory. Returns whether
+/// it found one.
+pub fn reap_orphaned_chromium(pid: u32) -> bool {
+    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+        return false;
+    };
+    let args: Vec<String> = cmdline
+        .split(|byte| *byte == 0)
+        .map(|arg| String::from_utf8_lossy(arg).into_owned())
+        .collect();
+    let profile = args.iter().find_map(|arg| {
+        arg.strip_prefix("--user-data-dir=")
+            .filter(|dir| dir.contains("cordon-chromium-"))
+            .map(PathBuf::from)
+    });
+    let Some(profile) = profile else {
+        return false;
+    };
+    let Ok(pid) = i32::try_from(pid) else {
+        return false;
+    };
+    kill(pid);
+    // Its helper processes exit when the browser process does; give it a moment.
+    for _ in 0..50 {
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _removed = std::fs::remove_dir_all(profile);
+    true
+}
+
+#[allow(
+    unsafe_code,
+    reason = "kill(2) on a pid we checked is our Chromium; no memory is involved"
+)]
+fn kill(pid: i32) {
+    // SAFETY: kill(2) takes plain integers and touches no memory of ours.
+    let _ = unsafe { libc::kill(pid, libc::SIGKILL) };
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+    use super::*;
+
+    fn body(extra: Value) -> CreateComputer {
+        let mut value = json!({"url": "http://127.0.0.1:9/"});
+        if let (Value::Object(into), Value::Object(from)) = (&mut value, extra) {
+            into.extend(from);
+        }
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn setup_takes_sizes_presets_and_rules() {
+        let setup = Setup::parse(&body(json!({
+            "viewport": {"width": 1280, "height": 800}, "display": "1024x640",
+            "rules": [], "image_format": "jpeg:70", "allow_origins": ["http://127.0.0.1:9"],
+        })))
+        .unwrap();
+        assert_eq!(setup.display_size(), Size::new(1024, 640));
+        assert_eq!(setup.rules, Rules::allow_all());
+        assert_eq!(setup.image_format, ImageFormat::Jpeg { quality: 70 });
+        let setup = Setup::parse(&body(json!({"display": "xga"}))).unwrap();
+        assert_eq!(setup.display_size(), Size::new(1024, 768));
+        let setup = Setup::parse(&body(json!({}))).unwrap();
+        assert_eq!(setup.display_size(), Size::new(1280, 800));
+        assert_eq!(setup.rules, Rules::default());
+    }
+
+    #[test]
+    fn setup_says_what_is_wrong() {
+        for (extra, needle) in [
+            (json!({"dpr": 3}), "dpr"),
+            (json!({"viewport": "big"}), "viewport"),
+            (json!({"display": 7}), "display"),
+            (json!({"rules": [{"decision": "maybe"}]}), "rules"),
+            (json!({"image_format": "gif"}), "image_format"),
+            (json!({"ttl_seconds": 0}), "ttl_seconds"),
+            (
+                json!({"allow_origins": ["ftp://files.example"]}),
+                "allow_origins",
+            ),
+        ] {
+            let error = Setup::parse(&body(extra.clone())).unwrap_err();
+            assert!(
+                matches!(&error, ComputerError::Invalid(m) if m.contains(needle)),
+                "{extra}: {error}"
+            );
+        }
+        let error =
+            Setup::parse(&body(json!({"allow_origins": ["http://example.com"]}))).unwrap_err();
+        assert!(matches!(error, ComputerError::Blocked(_)), "{error}");
+    }
+
+    #[test]
+    fn a_list_of_actions_is_one_call() {
+        let call = decode_actions(
+            Vendor::OpenAi,
+            &[
+                json!({"type": "click", "x": 10, "y": 20, "button": "left"}),
+                json!({"type": "type", "text": "hi"}),
+            ],
+            Some("call_1".into()),
+        )
+        .unwrap();
+        assert_eq!(call.actions.len(), 2);
+        assert!(call.batched);
+        assert_eq!(call.call_id.as_deref(), Some("call_1"));
+        let call = decode_actions(
+            Vendor::Anthropic,
+            &[
+                json!({"type": "tool_use", "id": "toolu_1", "name": "computer",
+                     "input": {"action": "left_click", "coordinate": [1, 2]}}),
+            ],
+            None,
+        )
+        .unwrap();
+        assert_eq!(call.call_id.as_deref(), Some("toolu_1"));
+        let error = decode_actions(
+            Vendor::Anthropic,
+            &[json!({"action": "screenshot"}), json!({"action": "fly"})],
+            None,
+        )
+        .unwrap_err();
+        assert!(
+            error.starts_with("actions[1]: unknown action `fly`"),
+            "{error}"
+        );
+    }
+}
