@@ -5,17 +5,10 @@
 
 use crate::common::*;
 use cordon_computer::Status;
-use cordon_computer::display::{CssPoint, DisplaySpec, Size};
+use cordon_computer::display::{CssPoint, Size};
 use cordon_computer::gate::Rules;
-use cordon_computer::image::decode_rgb;
 use cordon_protocol::computer::Vendor;
 use serde_json::json;
-
-fn fixed() -> DisplaySpec {
-    DisplaySpec::Fixed {
-        size: Size::new(1024, 640),
-    }
-}
 
 /// Model coordinates (1024×640 display over a 1280×800 viewport) of a CSS point.
 fn m(x: f64, y: f64) -> [i64; 2] {
@@ -122,13 +115,13 @@ async fn scroll_moves_the_page_and_the_screenshot_follows() {
             .await;
             assert_eq!(eval(&c, "scrollY").await, 300, "dpr {dpr}");
             // The red band starts at document y=300: now at the top of the image.
-            let (size, rgb) = decode_rgb(&r.screenshot.unwrap().data).unwrap();
-            let px = |y: u32| {
-                let i = ((y * size.width + 10) * 3) as usize;
-                [rgb[i], rgb[i + 1], rgb[i + 2]]
-            };
-            assert_eq!(px(5), [255, 0, 0], "dpr {dpr}: top row after scrolling");
-            assert_eq!(px(100), [255, 255, 255], "dpr {dpr}");
+            let shot = Shot::of(&r);
+            assert_eq!(
+                shot.pixel(10, 5),
+                [255, 0, 0],
+                "dpr {dpr}: top row after scrolling"
+            );
+            assert_eq!(shot.pixel(10, 100), [255, 255, 255], "dpr {dpr}");
             // OpenAI pixels and Gemini's document scroll too.
             ok_step(
                 &mut c,
@@ -354,10 +347,9 @@ async fn the_screenshot_shows_what_timers_started_by_the_action_did() {
                 Some(server.url("/timers")),
             );
             let mut c = computer(&browser, opts, Rules::allow_all()).await;
-            let centre = |r: &cordon_computer::StepReport| {
-                let (size, rgb) = decode_rgb(&r.screenshot.as_ref().unwrap().data).unwrap();
-                let i = ((size.height / 2 * size.width + size.width / 2) * 3) as usize;
-                (rgb[i], rgb[i + 1], rgb[i + 2])
+            let centre = |r| {
+                let shot = Shot::of(r);
+                shot.pixel(shot.size.width / 2, shot.size.height / 2)
             };
             // Right half: the timer scrolls to the green band.
             let r = ok_step(
@@ -366,7 +358,7 @@ async fn the_screenshot_shows_what_timers_started_by_the_action_did() {
                 json!({"action": "left_click", "coordinate": [900, 300]}),
             )
             .await;
-            let (red, green, blue) = centre(&r);
+            let [red, green, blue] = centre(&r);
             assert!(
                 green > 120 && red < 60 && blue < 60,
                 "dpr {dpr}: centre pixel {:?}, want the green band",
@@ -381,7 +373,7 @@ async fn the_screenshot_shows_what_timers_started_by_the_action_did() {
             )
             .await;
             assert_eq!(eval(&c, "document.title").await, "fetched:done");
-            let (red, green, blue) = centre(&r);
+            let [red, green, blue] = centre(&r);
             assert!(
                 blue > 200 && red < 60 && green < 60,
                 "dpr {dpr}: centre pixel {:?}, want blue",

@@ -5,16 +5,10 @@
 
 use crate::common::*;
 use cordon_computer::Status;
-use cordon_computer::display::{DisplaySpec, Size};
+use cordon_computer::display::Size;
 use cordon_computer::gate::{Decision, ElementClass, Rule, Rules};
 use cordon_protocol::computer::{Vendor, decode};
 use serde_json::json;
-
-fn fixed() -> DisplaySpec {
-    DisplaySpec::Fixed {
-        size: Size::new(1024, 640),
-    }
-}
 
 fn m(x: f64, y: f64) -> [i64; 2] {
     [(x * 0.8).floor() as i64, (y * 0.8).floor() as i64]

@@ -5,17 +5,11 @@
 
 use crate::common::*;
 use cordon_computer::Status;
-use cordon_computer::display::{DisplaySpec, Size};
+use cordon_computer::display::Size;
 use cordon_computer::gate::Rules;
 use cordon_computer::origin::{OriginPattern, OriginPolicy};
 use cordon_protocol::computer::Vendor;
 use serde_json::json;
-
-fn fixed() -> DisplaySpec {
-    DisplaySpec::Fixed {
-        size: Size::new(1024, 640),
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn allow_list_blocks_navigation_redirects_popups_and_websockets() {

@@ -5,18 +5,12 @@
 
 use crate::common::*;
 use cordon_computer::browser::{Browser, BrowserOptions};
-use cordon_computer::display::{DisplaySpec, Size};
+use cordon_computer::display::Size;
 use cordon_computer::gate::Rules;
 use cordon_computer::{Error, Status};
 use cordon_protocol::computer::{Vendor, decode};
 use serde_json::json;
 use std::time::Duration;
-
-fn fixed() -> DisplaySpec {
-    DisplaySpec::Fixed {
-        size: Size::new(1024, 640),
-    }
-}
 
 fn signal(pid: u32, sig: &str) {
     let ok = std::process::Command::new("kill")

@@ -6,7 +6,6 @@
 use crate::common::*;
 use cordon_computer::display::{CssPoint, DisplaySpec, Preset, Size};
 use cordon_computer::gate::Rules;
-use cordon_computer::image::decode_rgb;
 use cordon_protocol::computer::Vendor;
 use serde_json::json;
 
@@ -55,11 +54,9 @@ async fn clicks_hit_targets_for_every_preset_at_dpr_1_and_2() {
                 // The model's image is exactly the display size and shows the (red) target
                 // under the pixel it clicked.
                 let (report, m) = last.unwrap();
-                let shot = report.screenshot.unwrap();
-                let (size, rgb) = decode_rgb(&shot.data).unwrap();
-                assert_eq!(size, scaler.display, "dpr {dpr} {spec:?}");
-                let i = ((m.y as u32 * size.width + m.x as u32) * 3) as usize;
-                let px = &rgb[i..i + 3];
+                let shot = Shot::of(&report);
+                assert_eq!(shot.size, scaler.display, "dpr {dpr} {spec:?}");
+                let px = shot.pixel(m.x as u32, m.y as u32);
                 assert!(
                     px[0] > 150 && px[1] < 80 && px[2] < 80,
                     "dpr {dpr} {spec:?}: pixel at model {m:?} is {px:?}, want red"

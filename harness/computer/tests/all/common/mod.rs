@@ -193,6 +193,33 @@ fn route(
     }
 }
 
+/// The model display most tests use: the 1280×800 viewport shown as 1024×640.
+pub fn fixed() -> DisplaySpec {
+    DisplaySpec::Fixed {
+        size: Size::new(1024, 640),
+    }
+}
+
+/// A step's screenshot, decoded.
+pub struct Shot {
+    pub size: Size,
+    rgb: Vec<u8>,
+}
+
+impl Shot {
+    pub fn of(report: &StepReport) -> Self {
+        let data = &report.screenshot.as_ref().expect("a screenshot").data;
+        let (size, rgb) = cordon_computer::image::decode_rgb(data).unwrap();
+        Self { size, rgb }
+    }
+
+    /// The RGB pixel at model coordinates.
+    pub fn pixel(&self, x: u32, y: u32) -> [u8; 3] {
+        let i = ((y * self.size.width + x) * 3) as usize;
+        [self.rgb[i], self.rgb[i + 1], self.rgb[i + 2]]
+    }
+}
+
 static BROWSERS: OnceLock<tokio::sync::Semaphore> = OnceLock::new();
 
 /// Launches Chromium, runs `body`, and stops Chromium whether `body` passes or panics.
