@@ -526,6 +526,7 @@ def scenario_computers(base):
         assert image.status_code == 200 and image.headers["content-type"] == "image/png", image
         assert image.content.startswith(PNG_MAGIC)
         assert [s["step"] for s in http.get(f"/v1/computers/{computer}/trajectory?after=3").json()["steps"]] == [s["step"] for s in steps[3:]]
+        check_error(http.get(f"/v1/computers/{computer}/trajectory?after=x"), 400, "invalid_query")
         check_error(http.get(f"/v1/computers/{computer}/trajectory/3/screenshot"), 404, "not_found")
         check_error(http.get(f"/v1/computers/{computer}/trajectory/x/screenshot"), 400, "invalid_path")
 

@@ -45,6 +45,22 @@ def image_of(result):
     return data
 
 
+def elicitation_answers():
+    """(asked, approve, decline): elicitation callbacks that accept or decline every
+    request, and the list of the messages they were asked with."""
+    asked = []
+
+    async def approve(context, params):
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+    async def decline(context, params):
+        asked.append(params.message)
+        return types.ElicitResult(action="decline")
+
+    return asked, approve, decline
+
+
 async def open_page(client, page):
     result = await tool(client, "computer_open", {"url": page, "display": DISPLAY})
     assert not result.is_error, text_of(result)
@@ -91,15 +107,7 @@ async def computers(client):
 
 async def computer_approvals(binary, tools_file):
     """`ask` rules on computer actions: elicitation when the client supports it."""
-    asked = []
-
-    async def approve(context, params):
-        asked.append(params.message)
-        return types.ElicitResult(action="accept", content={"approve": True})
-
-    async def decline(context, params):
-        asked.append(params.message)
-        return types.ElicitResult(action="decline")
+    asked, approve, decline = elicitation_answers()
 
     with serve_page() as page:
         buy = {"action": "left_click", "coordinate": BUY}
@@ -121,6 +129,26 @@ async def computer_approvals(binary, tools_file):
             result = await tool(client, "computer", {"id": computer, **buy})
             assert result.is_error and "[refused]" in text_of(result), text_of(result)
             assert "elicitation" in text_of(result), text_of(result)
+
+        # A call cancelled while the user is asked denies the step: the session is not left
+        # waiting for a decision these tools cannot make.
+        async def never(context, params):
+            await anyio.sleep_forever()
+
+        async with Client(server(binary, tools_file), mode="legacy", elicitation_callback=never) as client:
+            computer = await open_page(client, page)
+            with anyio.move_on_after(5) as scope:
+                await client.call_tool("computer", {"id": computer, **buy})
+            assert scope.cancelled_caught, "the elicitation was answered"
+            # The denial runs as soon as the call is dropped; give it a moment to land.
+            for _ in range(50):
+                result = await tool(client, "computer", {"id": computer, "action": "screenshot"})
+                if not result.is_error:
+                    break
+                assert "waits for approval" in text_of(result), text_of(result)
+                await anyio.sleep(0.1)
+            assert not result.is_error, text_of(result)
+            assert f"current_url: {page}\n" in text_of(result) + "\n", text_of(result)
 
 
 async def basics(client):
@@ -196,15 +224,7 @@ r
 
 
 async def approvals(binary, tools_file):
-    asked = []
-
-    async def approve(context, params):
-        asked.append(params.message)
-        return types.ElicitResult(action="accept", content={"approve": True})
-
-    async def decline(context, params):
-        asked.append(params.message)
-        return types.ElicitResult(action="decline")
+    asked, approve, decline = elicitation_answers()
 
     for callback, expected in [(approve, {"ok": True}), (decline, "refused: denied")]:
         async with Client(server(binary, tools_file), mode="legacy", elicitation_callback=callback) as client:

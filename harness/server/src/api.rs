@@ -332,6 +332,10 @@ pub enum StepStatus {
 }
 
 /// A computer step waiting for a human.
+// Mirrors `cordon_computer::engine::PendingApproval` on purpose: this is the wire shape,
+// with the server's own `approval_id` (unguessable, decided at `/v1/approvals/{id}` and
+// kept in the store) in place of the engine's per-session id, and it needs `ToSchema` for
+// the OpenAPI document, which cordon-computer (no utoipa) cannot derive.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct ComputerApproval {
     /// Decide it with `POST /v1/approvals/{approval_id}`.

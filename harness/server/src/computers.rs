@@ -26,7 +26,7 @@ use crate::computer::{
 };
 use crate::error::ApiError;
 use crate::http::rfc3339;
-use crate::hub::fresh_id;
+use crate::hub::{fresh_id, spawn_periodic};
 use crate::store::{ComputerRow, ComputerStepRow, Store, StoreError, now_ms};
 
 /// How often idle sessions are looked for.
@@ -49,6 +49,16 @@ impl Busy {
     fn new(entry: Arc<LiveEntry>) -> Busy {
         entry.busy.fetch_add(1, Ordering::SeqCst);
         Busy(entry)
+    }
+}
+
+/// A session being opened, counted in [`Live::opening`] until this is dropped (also when
+/// the task opening it panics).
+struct Opening(Arc<ComputerHub>);
+
+impl Drop for Opening {
+    fn drop(&mut self) {
+        self.0.live().opening -= 1;
     }
 }
 
@@ -170,14 +180,11 @@ impl ComputerHub {
 
     /// Closes idle sessions every few seconds, for as long as the hub lives.
     pub(crate) fn spawn_reaper(self: &Arc<Self>) {
-        let hub = Arc::downgrade(self);
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(REAP_EVERY).await;
-                let Some(hub) = hub.upgrade() else { return };
-                hub.reap(now_ms()).await;
-            }
-        });
+        spawn_periodic(
+            self,
+            REAP_EVERY,
+            |hub| async move { hub.reap(now_ms()).await },
+        );
     }
 
     async fn reap(&self, now: u64) {
@@ -234,10 +241,10 @@ impl ComputerHub {
             }
             live.opening += 1;
         }
-        let hub = self.clone();
+        let opening = Opening(self.clone());
         let task = tokio::spawn(async move {
-            let opened = hub.open(setup).await;
-            hub.live().opening -= 1;
+            let opened = opening.0.open(setup).await;
+            drop(opening);
             opened
         });
         task.await.map_err(|error| {
@@ -259,10 +266,6 @@ impl ComputerHub {
                 return Err(error.to_api());
             }
         };
-        if let Some(pid) = self.pool.chromium_pid() {
-            // Read by the next server if this one is killed: see `reap_orphans`.
-            self.store.set_meta(CHROMIUM_PID, Some(&pid.to_string()))?;
-        }
         let (display, viewport) = {
             let live = computer.lock().await;
             (live.display, live.viewport)
@@ -295,13 +298,18 @@ impl ComputerHub {
             pending: None,
         };
         let stored = self
-            .store
-            .insert_computer(&row)
+            .record_chromium_pid()
+            .and_then(|()| self.store.insert_computer(&row))
             .and_then(|()| self.persist(&id, &first));
         if let Err(error) = stored {
+            // Nothing of it may outlive the failed request: its browser context, its row
+            // (else `live` until the next restart) and its trajectory.
             self.pool
                 .close(&computer, "its record could not be stored")
                 .await;
+            if let Err(error) = self.store.delete_computer(&id) {
+                eprintln!("cordon serve: could not remove the record of computer {id}: {error}");
+            }
             let _removed = std::fs::remove_dir_all(&dir);
             return Err(error.into());
         }
@@ -327,6 +335,15 @@ impl ComputerHub {
             current_url: first.step.current_url,
             screenshot: first.step.screenshot,
         })
+    }
+
+    /// Records the pid of the running Chromium, read by the next server if this one is
+    /// killed (see [`Self::reap_orphans`]).
+    fn record_chromium_pid(&self) -> Result<(), StoreError> {
+        match self.pool.chromium_pid() {
+            Some(pid) => self.store.set_meta(CHROMIUM_PID, Some(&pid.to_string())),
+            None => Ok(()),
+        }
     }
 
     /// Stores a step with what it changes.
@@ -364,10 +381,11 @@ impl ComputerHub {
         )
     }
 
-    /// The live session, or the error that says why there is none.
-    fn entry(&self, id: &str) -> Result<Arc<LiveEntry>, ApiError> {
+    /// The live session, counted busy (taken under the lock the reaper holds, so it cannot
+    /// expire between the lookup and the request), or the error that says why there is none.
+    fn entry(&self, id: &str) -> Result<Busy, ApiError> {
         if let Some(entry) = self.live().computers.get(id) {
-            return Ok(entry.clone());
+            return Ok(Busy::new(entry.clone()));
         }
         Err(match self.store.computer(id)? {
             Some(row) if row.state == "closed" => ApiError::gone(
@@ -389,24 +407,43 @@ impl ComputerHub {
     async fn run(
         self: &Arc<Self>,
         id: &str,
-        entry: Arc<LiveEntry>,
+        busy: Busy,
         work: Work,
     ) -> Result<ComputerStep, ApiError> {
         let hub = self.clone();
         let id = id.to_owned();
         let task = tokio::spawn(async move {
-            let busy = Busy::new(entry);
-            let outcome = match work {
-                Work::Step(call, raw) => hub.pool.step(&busy.0.computer, call, raw).await,
+            let (outcome, deciding) = match work {
+                Work::Step(call, raw) => (hub.pool.step(&busy.0.computer, call, raw).await, None),
                 Work::Decide(approval, approve) => {
-                    hub.pool.decide(&busy.0.computer, approval, approve).await
+                    let outcome = hub
+                        .pool
+                        .decide(&busy.0.computer, approval.clone(), approve)
+                        .await;
+                    (outcome, Some(approval))
                 }
             };
             let stepped = match outcome {
                 Ok(stepped) => stepped,
                 Err(error) => {
-                    if matches!(error, ComputerError::Lost(_) | ComputerError::Closed(_)) {
-                        hub.forget(&id, "expired", &error.to_string());
+                    match (&error, deciding) {
+                        (ComputerError::Lost(_) | ComputerError::Closed(_), _) => {
+                            hub.forget(&id, "expired", &error.to_string());
+                        }
+                        (ComputerError::NoSuchApproval(_) | ComputerError::Pending(_), _)
+                        | (_, None) => {}
+                        (_, Some(approval)) => {
+                            // The decision was taken but its step failed: the approval is
+                            // spent (the session takes new steps), so it must not stay
+                            // pending in the map or the store.
+                            hub.live().approvals.remove(&approval);
+                            if let Err(error) = hub.store.expire_computer_approval(&id, &approval) {
+                                eprintln!(
+                                    "cordon serve: could not record that approval {approval} \
+                                     of computer {id} is spent: {error}"
+                                );
+                            }
+                        }
                     }
                     return Err(error.to_api());
                 }
@@ -416,7 +453,11 @@ impl ComputerHub {
                 if let Some(resolved) = &stepped.step.resolves {
                     live.approvals.remove(resolved);
                 }
-                if let Some(approval) = &stepped.step.pending_approval {
+                // A session closed while this step ran takes no decisions: its approval
+                // is recorded (and expires with it), but not routed.
+                if let Some(approval) = &stepped.step.pending_approval
+                    && live.computers.contains_key(&id)
+                {
                     live.approvals
                         .insert(approval.approval_id.clone(), id.clone());
                 }
@@ -468,7 +509,7 @@ impl ComputerHub {
             Err(message) => {
                 // The model wrote something that is not an action: it gets the error, and
                 // nothing runs or is recorded.
-                let _busy = Busy::new(entry);
+                drop(entry);
                 let current_url = self.store.computer(id)?.and_then(|row| row.current_url);
                 return Ok(ComputerStep {
                     step: None,
@@ -628,9 +669,11 @@ impl ComputerHub {
         };
         if let Some(entry) = removed {
             let reason = "closed by the client (DELETE)";
-            self.store.end_computer(id, "closed", reason)?;
+            let recorded = self.store.end_computer(id, "closed", reason);
+            // Out of the live map, it must close even when its record could not be
+            // written, or its browser context would outlive it unseen.
             self.pool.close(&entry.computer, reason).await;
-            return Ok(());
+            return Ok(recorded?);
         }
         match self.store.delete_computer(id)? {
             Some(dir) => {

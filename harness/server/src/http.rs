@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, FromRequest, Path, Query, Request, State};
+use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Path, Query, Request, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::middleware::{self, Next};
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -38,7 +39,7 @@ use crate::computer::ComputerPool;
 use crate::computers::ComputerHub;
 use crate::connect::Connection;
 use crate::error::ApiError;
-use crate::hub::{DEFAULT_TTL, Hub, MAX_TTL};
+use crate::hub::{DEFAULT_TTL, Hub, MAX_TTL, spawn_periodic};
 use crate::store::{EventRow, Store, StoreError};
 
 /// Largest request body accepted by default (tool results may carry up to the default
@@ -90,46 +91,14 @@ impl Default for HttpOptions {
 }
 
 impl HttpOptions {
-    /// Sets [`Self::token`].
-    pub fn token(mut self, token: Option<String>) -> Self {
-        self.token = token;
-        self
-    }
-
-    /// Sets [`Self::connections`].
-    pub fn connections(mut self, connections: Vec<Connection>) -> Self {
-        self.connections = connections;
-        self
-    }
-
-    /// Sets [`Self::max_body_bytes`].
-    pub fn max_body_bytes(mut self, bytes: usize) -> Self {
-        self.max_body_bytes = bytes;
-        self
-    }
-
-    /// Sets [`Self::browser`].
-    pub fn browser(mut self, browser: BrowserOptions) -> Self {
-        self.browser = browser;
-        self
-    }
-
-    /// Sets [`Self::trajectories`].
-    pub fn trajectories(mut self, dir: Option<PathBuf>) -> Self {
-        self.trajectories = dir;
-        self
-    }
-
-    /// Sets [`Self::max_computers`].
-    pub fn max_computers(mut self, max: usize) -> Self {
-        self.max_computers = max;
-        self
-    }
-
-    /// Sets [`Self::retain`].
-    pub fn retain(mut self, retain: Option<Duration>) -> Self {
-        self.retain = retain;
-        self
+    crate::setters! {
+        token: Option<String>,
+        connections: Vec<Connection>,
+        max_body_bytes: usize,
+        browser: BrowserOptions,
+        trajectories: Option<PathBuf>,
+        max_computers: usize,
+        retain: Option<Duration>,
     }
 }
 
@@ -293,20 +262,12 @@ impl HttpApi {
 /// Deletes histories older than `retain` now and then (at start, then every
 /// `retain / 4`, at least every second and at most every hour).
 fn spawn_retention(computers: &Arc<ComputerHub>, retain: Duration) {
-    let computers = Arc::downgrade(computers);
     let every = (retain / 4).clamp(Duration::from_secs(1), Duration::from_secs(3600));
     let retain_ms = u64::try_from(retain.as_millis()).unwrap_or(u64::MAX);
-    tokio::spawn(async move {
-        loop {
-            let Some(hub) = computers.upgrade() else {
-                return;
-            };
-            let cutoff = crate::store::now_ms().saturating_sub(retain_ms);
-            if let Err(error) = hub.purge(cutoff) {
-                eprintln!("cordon serve: deleting old histories failed: {error}");
-            }
-            drop(hub);
-            tokio::time::sleep(every).await;
+    spawn_periodic(computers, every, move |hub| async move {
+        let cutoff = crate::store::now_ms().saturating_sub(retain_ms);
+        if let Err(error) = hub.purge(cutoff) {
+            eprintln!("cordon serve: deleting old histories failed: {error}");
         }
     });
 }
@@ -656,24 +617,27 @@ async fn create_execution(
     Ok(created(location, ExecutionCreated { id }))
 }
 
-fn parse_after(query: &HashMap<String, String>) -> Result<u64, ApiError> {
-    match query.get("after") {
-        None => Ok(0),
-        Some(text) => text.parse().map_err(|_| {
-            ApiError::bad_request(
-                "invalid_query",
-                format!("`after` must be a non-negative integer (an event seq), not {text:?}"),
-            )
-        }),
-    }
-}
+/// `?after=N` (default 0): list only what comes after event seq or step `N`. Anything
+/// else is a `400 invalid_query`.
+struct After(u64);
 
-fn query_map(
-    query: Result<Query<HashMap<String, String>>, axum::extract::rejection::QueryRejection>,
-) -> Result<HashMap<String, String>, ApiError> {
-    query
-        .map(|Query(map)| map)
-        .map_err(|rejection| ApiError::bad_request("invalid_query", rejection.body_text()))
+impl<S: Send + Sync> FromRequestParts<S> for After {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let Query(query) = Query::<HashMap<String, String>>::from_request_parts(parts, state)
+            .await
+            .map_err(|rejection| ApiError::bad_request("invalid_query", rejection.body_text()))?;
+        match query.get("after") {
+            None => Ok(After(0)),
+            Some(text) => text.parse().map(After).map_err(|_| {
+                ApiError::bad_request(
+                    "invalid_query",
+                    format!("`after` must be a non-negative integer, not {text:?}"),
+                )
+            }),
+        }
+    }
 }
 
 /// The event stream of an execution, from the start or after `Last-Event-ID` / `?after=`.
@@ -694,9 +658,8 @@ async fn execution_events(
     State(app): State<AppState>,
     Path(id): Path<String>,
     headers: HeaderMap,
-    query: Result<Query<HashMap<String, String>>, axum::extract::rejection::QueryRejection>,
+    After(mut after): After,
 ) -> Result<Response, ApiError> {
-    let mut after = parse_after(&query_map(query)?)?;
     if let Some(value) = headers.get("last-event-id") {
         let text = value.to_str().unwrap_or("").trim();
         after = text.parse().map_err(|_| {
@@ -827,9 +790,8 @@ impl Cursor {
 async fn get_execution(
     State(app): State<AppState>,
     Path(id): Path<String>,
-    query: Result<Query<HashMap<String, String>>, axum::extract::rejection::QueryRejection>,
+    After(after): After,
 ) -> Result<Json<ExecutionInfo>, ApiError> {
-    let after = parse_after(&query_map(query)?)?;
     let store = &app.hub.store;
     let Some(row) = store.execution(&id)? else {
         return Err(ApiError::not_found("execution", &id));
@@ -1167,9 +1129,8 @@ async fn computer_actions(
 async fn computer_trajectory(
     State(app): State<AppState>,
     Path(id): Path<String>,
-    query: Result<Query<HashMap<String, String>>, axum::extract::rejection::QueryRejection>,
+    After(after): After,
 ) -> Result<Json<ComputerTrajectory>, ApiError> {
-    let after = parse_after(&query_map(query)?)?;
     Ok(Json(app.computers.trajectory(&id, after)?))
 }
 

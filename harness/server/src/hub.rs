@@ -3,6 +3,7 @@
 //! event to the store before anyone can read it.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -72,6 +73,24 @@ pub(crate) fn fresh_id(prefix: &str) -> String {
     format!("{prefix}_{hash:016x}")
 }
 
+/// Calls `tick` now and then every `every` after it finished, for as long as `owner` lives:
+/// the task holds only a weak reference between ticks, so dropping the owner ends it.
+pub(crate) fn spawn_periodic<T, F, Fut>(owner: &Arc<T>, every: Duration, tick: F)
+where
+    T: Send + Sync + 'static,
+    F: Fn(Arc<T>) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send,
+{
+    let owner = Arc::downgrade(owner);
+    tokio::spawn(async move {
+        loop {
+            let Some(owner) = owner.upgrade() else { return };
+            tick(owner).await;
+            tokio::time::sleep(every).await;
+        }
+    });
+}
+
 impl Hub {
     pub(crate) fn new(
         sandbox: Sandbox,
@@ -93,14 +112,7 @@ impl Hub {
 
     /// Expires idle sandboxes every few seconds, for as long as the hub lives.
     pub(crate) fn spawn_reaper(self: &Arc<Self>) {
-        let hub = Arc::downgrade(self);
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(REAP_EVERY).await;
-                let Some(hub) = hub.upgrade() else { return };
-                hub.reap(now_ms());
-            }
-        });
+        spawn_periodic(self, REAP_EVERY, |hub| async move { hub.reap(now_ms()) });
     }
 
     fn reap(&self, now: u64) {

@@ -25,6 +25,21 @@
 //! # Ok(()) }
 //! ```
 
+/// Builder setters for options structs: `pub fn field(mut self, field: Type) -> Self`,
+/// one per `field: Type`.
+macro_rules! setters {
+    ($($field:ident: $ty:ty),* $(,)?) => {
+        $(
+            #[doc = concat!("Sets [`Self::", stringify!($field), "`].")]
+            pub fn $field(mut self, $field: $ty) -> Self {
+                self.$field = $field;
+                self
+            }
+        )*
+    };
+}
+pub(crate) use setters;
+
 pub mod api;
 pub mod computer;
 mod computers;

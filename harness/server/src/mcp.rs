@@ -118,16 +118,9 @@ impl Default for McpOptions {
 }
 
 impl McpOptions {
-    /// Sets [`Self::browser`].
-    pub fn browser(mut self, browser: Option<BrowserOptions>) -> Self {
-        self.browser = browser;
-        self
-    }
-
-    /// Sets [`Self::computer_rules`].
-    pub fn computer_rules(mut self, rules: Option<Value>) -> Self {
-        self.computer_rules = rules;
-        self
+    crate::setters! {
+        browser: Option<BrowserOptions>,
+        computer_rules: Option<Value>,
     }
 }
 

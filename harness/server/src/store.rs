@@ -937,6 +937,27 @@ impl Store {
         Ok(())
     }
 
+    /// Expires a pending approval of a live computer session that can no longer be decided
+    /// (its decision was taken, but the step failed): the session stops showing it.
+    pub fn expire_computer_approval(&self, computer_id: &str, approval_id: &str) -> Result<()> {
+        let now = to_i64(now_ms());
+        let mut conn = lock(&self.conn);
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let expired = tx.execute(
+            "UPDATE computer_approvals SET status = 'expired', decided_ms = ?3
+             WHERE id = ?1 AND computer_id = ?2 AND status = 'pending'",
+            params![approval_id, computer_id, now],
+        )?;
+        if expired > 0 {
+            tx.execute(
+                "UPDATE computers SET pending = NULL WHERE id = ?1",
+                params![computer_id],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
     /// Steps of a computer session with `step > after`, in order: (step, JSON).
     pub fn computer_steps(&self, computer_id: &str, after: u64) -> Result<Vec<(u64, Value)>> {
         let conn = lock(&self.conn);
@@ -1257,6 +1278,25 @@ mod tests {
         assert_eq!(
             store.computer_screenshot("cmp_1", 2).unwrap().as_deref(),
             Some("step-0002.png")
+        );
+    }
+
+    #[test]
+    fn a_spent_computer_approval_expires_and_the_session_stops_showing_it() {
+        let store = Store::in_memory().unwrap();
+        store.insert_computer(&computer("cmp_1")).unwrap();
+        store
+            .append_computer_step("cmp_1", &step(1, Some("appr_1"), None))
+            .unwrap();
+        // Another session's id does not touch it.
+        store.expire_computer_approval("cmp_2", "appr_1").unwrap();
+        assert!(store.computer("cmp_1").unwrap().unwrap().pending.is_some());
+        store.expire_computer_approval("cmp_1", "appr_1").unwrap();
+        let row = store.computer("cmp_1").unwrap().unwrap();
+        assert_eq!((row.state.as_str(), row.pending), ("live", None));
+        assert_eq!(
+            store.computer_approval("appr_1").unwrap().unwrap(),
+            ("cmp_1".to_owned(), "expired".to_owned())
         );
     }
 

@@ -103,51 +103,47 @@ fn desktop_sessions_run_scripted_actions_end_to_end() {
 
 #[test]
 fn desktop_flags_are_checked() {
-    let output = cordon(&["computer", "--actions", "/dev/null"], "");
-    assert_eq!(output.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("--url"));
-    let output = cordon(
-        &[
-            "computer",
-            "--desktop",
-            "--url",
-            "http://x.test/",
-            "--actions",
-            "/dev/null",
-        ],
-        "",
-    );
-    assert_eq!(output.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("cannot be used with"));
-    let output = cordon(
-        &[
-            "computer",
-            "--url",
-            "http://x.test/",
-            "--launch",
-            "xterm",
-            "--actions",
-            "/dev/null",
-        ],
-        "",
-    );
-    assert_eq!(output.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("need --desktop"));
-    let output = cordon(
-        &[
-            "computer",
-            "--desktop",
-            "--xvfb",
-            "/nonexistent/Xvfb",
-            "--actions",
-            "/dev/null",
-        ],
-        "",
-    );
-    assert_eq!(output.status.code(), Some(2));
-    assert!(
-        String::from_utf8_lossy(&output.stderr).contains("Xvfb not found at /nonexistent/Xvfb"),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let cases: [(&[&str], &str); 4] = [
+        (&["computer", "--actions", "/dev/null"], "--url"),
+        (
+            &[
+                "computer",
+                "--desktop",
+                "--url",
+                "http://x.test/",
+                "--actions",
+                "/dev/null",
+            ],
+            "cannot be used with",
+        ),
+        (
+            &[
+                "computer",
+                "--url",
+                "http://x.test/",
+                "--launch",
+                "xterm",
+                "--actions",
+                "/dev/null",
+            ],
+            "need --desktop",
+        ),
+        (
+            &[
+                "computer",
+                "--desktop",
+                "--xvfb",
+                "/nonexistent/Xvfb",
+                "--actions",
+                "/dev/null",
+            ],
+            "Xvfb not found at /nonexistent/Xvfb",
+        ),
+    ];
+    for (args, want) in cases {
+        let output = cordon(args, "");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+    }
 }

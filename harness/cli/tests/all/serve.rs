@@ -108,6 +108,17 @@ impl Server {
         Server::start(&args)
     }
 
+    /// SIGTERM (see `Drop`), then checks that the server stopped the Chromium it ran.
+    fn terminate_and_check_chromium(self) {
+        let pid = self.child.id();
+        drop(self);
+        assert_eq!(
+            chromium_of(pid),
+            Vec::<u32>::new(),
+            "SIGTERM stops Chromium"
+        );
+    }
+
     /// `kill -9`: no chance to clean up. Returns the pid it had.
     fn kill_9(mut self) -> u32 {
         let pid = self.child.id();
@@ -198,20 +209,13 @@ fn http_api_history_survives_kill_9_and_live_executions_expire() {
         "the orphaned Chromium was stopped"
     );
     python("http_api.py", &["after_restart", &server.url, state]);
-    let pid = server.child.id();
-    drop(server);
-    assert_eq!(
-        chromium_of(pid),
-        Vec::<u32>::new(),
-        "SIGTERM stops Chromium"
-    );
+    server.terminate_and_check_chromium();
 }
 
 #[test]
 fn http_api_computers_click_ask_approve_deny_trajectory_and_delete() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::serve(&dir.path().join("cordon.db"), &[]);
-    let pid = server.child.id();
     python("http_api.py", &["computers", &server.url]);
     // Deleted sessions take their trajectory directories with them.
     let left: Vec<_> = std::fs::read_dir(dir.path().join("trajectories"))
@@ -222,12 +226,7 @@ fn http_api_computers_click_ask_approve_deny_trajectory_and_delete() {
         2,
         "only the trajectories of the session closed once and the idle one are left: {left:?}"
     );
-    drop(server);
-    assert_eq!(
-        chromium_of(pid),
-        Vec::<u32>::new(),
-        "SIGTERM stops Chromium"
-    );
+    server.terminate_and_check_chromium();
 }
 
 #[test]

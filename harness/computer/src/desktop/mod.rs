@@ -68,6 +68,22 @@ use xvfb::{Program, Xvfb};
 const TICK: Duration = Duration::from_millis(1);
 /// Idle polls in a row that count as settled.
 const IDLE_POLLS: u32 = 2;
+/// The most wheel notches one scroll sends (each is an XTEST press and release, so a
+/// `scroll_amount` of four billion would otherwise keep the step busy for hours).
+const MAX_NOTCHES: f64 = 100.0;
+
+/// Runs blocking work (x11rb round trips, enigo's XTEST calls, encoding a capture)
+/// without stalling the other tasks of a multi-threaded runtime: the worker hands them to
+/// another thread first. A hostile program can hold the server (`XGrabServer`), and then
+/// every round trip waits for it.
+fn blocking<R>(f: impl FnOnce() -> R) -> R {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
+    }
+}
 
 /// How one desktop session looks and what runs in it.
 #[derive(Debug, Clone)]
@@ -144,13 +160,18 @@ struct Procs {
 impl Procs {
     fn stop(&mut self) {
         xvfb::stop_all(&self.id, &mut self.programs, self.xvfb.as_mut());
+        // Reaped now: their group numbers are free for others and must not be signalled
+        // again (`close` stops, and then the drop would).
         self.xvfb = None;
+        self.programs.clear();
     }
 }
 
 impl Drop for Procs {
     fn drop(&mut self) {
-        self.stop();
+        // A session dropped on the runtime (a failed or cancelled request) waits for its
+        // processes to stop without holding up other tasks.
+        blocking(|| self.stop());
     }
 }
 
@@ -236,8 +257,10 @@ impl DesktopSession {
             )));
         }
         let base = opts.base_dir.clone().unwrap_or_else(std::env::temp_dir);
+        // Owner only: it holds the cookie, the programs' logs and their HOME.
         let dir = tempfile::Builder::new()
             .prefix("cordon-desktop-")
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
             .tempdir_in(&base)
             .map_err(|e| Error::Desktop(format!("session directory in {}: {e}", base.display())))?;
         let home = dir.path().join("home");
@@ -422,18 +445,22 @@ impl DesktopSession {
             dir,
             ..
         } = self;
-        input.release_all();
-        drop(input);
-        drop(x);
-        procs.stop();
-        drop(dir);
-        Ok(())
+        // Stopping waits for processes (up to a grace period each): not on the runtime.
+        tokio::task::spawn_blocking(move || {
+            input.release_all();
+            drop(input);
+            drop(x);
+            procs.stop();
+            drop(dir);
+        })
+        .await
+        .map_err(|e| Error::Desktop(format!("close task: {e}")))
     }
 
     /// Fails once the X server is gone, for good.
     fn check_server(&mut self) -> Result<()> {
         if self.lost.is_none()
-            && let Some(x) = self.procs.xvfb.as_mut()
+            && let Some(x) = self.procs.xvfb.as_ref()
             && let Some(status) = x.exited()
         {
             let log = xvfb::tail(&x.log);
@@ -597,13 +624,28 @@ impl DesktopSession {
     }
 
     async fn type_text(&mut self, text: &str) -> Result<()> {
-        for c in text.chars() {
-            let sym = self.input.resolve(char_keysym(c)?);
-            if self.input.needs_drain(sym) {
+        let chars: Vec<char> = text.chars().collect();
+        let mut next = 0;
+        let mut drained = false;
+        while next < chars.len() {
+            // Type until a character needs the clients to catch up first (then wait for
+            // them off the blocking section and type it).
+            let stop = blocking(|| -> Result<usize> {
+                for (i, c) in chars.iter().enumerate().skip(next) {
+                    let sym = self.input.resolve(char_keysym(*c)?);
+                    if self.input.needs_drain(sym) && !(drained && i == next) {
+                        return Ok(i);
+                    }
+                    let r = self.input.tap(sym);
+                    self.vet(r)?;
+                }
+                Ok(chars.len())
+            })?;
+            drained = stop < chars.len();
+            if drained {
                 self.drain_clients().await?;
             }
-            let r = self.input.tap(sym);
-            self.vet(r)?;
+            next = stop;
         }
         Ok(())
     }
@@ -611,6 +653,17 @@ impl DesktopSession {
     async fn run_inner(&mut self, op: &Op) -> Result<()> {
         self.check_server()?;
         self.pump()?;
+        match op {
+            Op::Text { text } => self.type_text(text).await,
+            Op::Sleep { ms } => {
+                tokio::time::sleep(Duration::from_millis(*ms)).await;
+                Ok(())
+            }
+            other => blocking(|| self.run_blocking(other)),
+        }
+    }
+
+    fn run_blocking(&mut self, op: &Op) -> Result<()> {
         match op {
             Op::Move { to, .. } => {
                 let (x, y) = self.point(*to);
@@ -629,7 +682,7 @@ impl DesktopSession {
                     if d == 0.0 {
                         0
                     } else {
-                        let n = (d / PX_PER_TICK).round() as i32;
+                        let n = (d / PX_PER_TICK).round().clamp(-MAX_NOTCHES, MAX_NOTCHES) as i32;
                         if n == 0 { d.signum() as i32 } else { n }
                     }
                 };
@@ -644,20 +697,11 @@ impl DesktopSession {
                 let sym = self.input.resolve(key_keysym(key)?);
                 self.input.key_up(sym)
             }
-            Op::Text { text } => self.type_text(text).await,
-            Op::Sleep { ms } => {
-                tokio::time::sleep(Duration::from_millis(*ms)).await;
-                Ok(())
-            }
             other => Err(Error::Action(unsupported_op(other))),
         }
     }
 
-    async fn capture_inner(
-        &mut self,
-        plan: &CapturePlan,
-        format: ImageFormat,
-    ) -> Result<EncodedImage> {
+    fn capture_inner(&mut self, plan: &CapturePlan, format: ImageFormat) -> Result<EncodedImage> {
         let c = plan.clip;
         let x0 = c.x.floor().max(0.0) as u32;
         let y0 = c.y.floor().max(0.0) as u32;
@@ -713,14 +757,18 @@ impl Backend for DesktopSession {
     async fn element_at(&mut self, at: CssPoint) -> Result<Option<ElementInfo>> {
         self.check_server()?;
         let (x, y) = self.point(at);
-        let r = self.x.window_at(x, y).and_then(|w| self.element(w));
-        self.vet(r)
+        blocking(|| {
+            let r = self.x.window_at(x, y).and_then(|w| self.element(w));
+            self.vet(r)
+        })
     }
 
     async fn focused_element(&mut self) -> Result<Option<ElementInfo>> {
         self.check_server()?;
-        let r = self.x.focused_window().and_then(|w| self.element(w));
-        self.vet(r)
+        blocking(|| {
+            let r = self.x.focused_window().and_then(|w| self.element(w));
+            self.vet(r)
+        })
     }
 
     async fn current_url(&mut self) -> Result<String> {
@@ -742,7 +790,7 @@ impl Backend for DesktopSession {
 
     async fn capture(&mut self, plan: &CapturePlan, format: ImageFormat) -> Result<EncodedImage> {
         self.check_server()?;
-        self.capture_inner(plan, format).await
+        blocking(|| self.capture_inner(plan, format))
     }
 
     fn check(&self, op: &Op) -> std::result::Result<(), ActionError> {
@@ -756,8 +804,10 @@ impl Backend for DesktopSession {
 
     async fn pointer(&mut self) -> Result<Option<CssPoint>> {
         self.check_server()?;
-        let r = self.x.pointer();
-        let (x, y) = self.vet(r)?;
+        let (x, y) = blocking(|| {
+            let r = self.x.pointer();
+            self.vet(r)
+        })?;
         // The centre of the pixel, as the scaler maps model pixels.
         Ok(Some(CssPoint {
             x: f64::from(x) + 0.5,

@@ -13,6 +13,8 @@ use std::os::unix::fs::FileExt as _;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use x11rb::connection::{Connection as _, RequestConnection as _};
+use x11rb::errors::ReplyError;
+use x11rb::protocol::ErrorKind;
 use x11rb::protocol::Event;
 use x11rb::protocol::damage::{self, ConnectionExt as _};
 use x11rb::protocol::shm::{self, ConnectionExt as _};
@@ -197,8 +199,21 @@ struct Atoms {
     utf8_string: Atom,
 }
 
+/// The most windows [`X11::describe`] looks into below a top level for its title.
+const DESCRIBE_BUDGET: usize = 64;
+
 fn x_err(e: impl std::fmt::Display) -> Error {
     Error::Desktop(format!("X: {e}"))
+}
+
+/// `None` for a `BadWindow` reply: the program destroyed the window between our requests,
+/// which any program may do at any moment (it is not a failure of the display).
+fn unless_gone<T>(r: std::result::Result<T, ReplyError>) -> Result<Option<T>> {
+    match r {
+        Ok(v) => Ok(Some(v)),
+        Err(ReplyError::X11Error(e)) if e.error_kind == ErrorKind::Window => Ok(None),
+        Err(e) => Err(x_err(e)),
+    }
 }
 
 impl X11 {
@@ -247,18 +262,15 @@ impl X11 {
                 layout.bits_per_pixel
             )));
         }
-        let net_wm_name = conn
-            .intern_atom(false, b"_NET_WM_NAME")
-            .map_err(x_err)?
-            .reply()
-            .map_err(x_err)?
-            .atom;
-        let utf8_string = conn
-            .intern_atom(false, b"UTF8_STRING")
-            .map_err(x_err)?
-            .reply()
-            .map_err(x_err)?
-            .atom;
+        let intern = |name: &[u8]| -> Result<Atom> {
+            Ok(conn
+                .intern_atom(false, name)
+                .map_err(x_err)?
+                .reply()
+                .map_err(x_err)?
+                .atom)
+        };
+        let (net_wm_name, utf8_string) = (intern(b"_NET_WM_NAME")?, intern(b"UTF8_STRING")?);
         let mut x = Self {
             conn,
             root,
@@ -280,14 +292,17 @@ impl X11 {
         Ok(x)
     }
 
+    fn has_extension(&self, name: &'static str) -> Result<bool> {
+        Ok(self
+            .conn
+            .extension_information(name)
+            .map_err(x_err)?
+            .is_some())
+    }
+
     /// MIT-SHM ≥ 1.2 (fd passing), or `None` when the server lacks it.
     fn attach_shm(&self, size: usize) -> Result<Option<Shm>> {
-        let present = self
-            .conn
-            .extension_information(shm::X11_EXTENSION_NAME)
-            .map_err(x_err)?
-            .is_some();
-        if !present {
+        if !self.has_extension(shm::X11_EXTENSION_NAME)? {
             return Ok(None);
         }
         let v = self
@@ -321,12 +336,7 @@ impl X11 {
 
     /// A damage object on the root window: any drawing on the screen reports.
     fn watch_damage(&self) -> Result<Option<damage::Damage>> {
-        let present = self
-            .conn
-            .extension_information(damage::X11_EXTENSION_NAME)
-            .map_err(x_err)?
-            .is_some();
-        if !present {
+        if !self.has_extension(damage::X11_EXTENSION_NAME)? {
             return Ok(None);
         }
         self.conn
@@ -518,9 +528,13 @@ impl X11 {
             .conn
             .get_property(false, w, prop, ty, 0, 4096)
             .map_err(x_err)?
-            .reply()
-            .map_err(x_err)?;
-        Ok((r.type_ != x11rb::NONE).then_some(r.value))
+            .reply();
+        Ok(unless_gone(r)?.and_then(|r| (r.type_ != x11rb::NONE).then_some(r.value)))
+    }
+
+    /// The window's parent and children, or `None` once it is gone.
+    fn tree(&self, w: Window) -> Result<Option<xproto::QueryTreeReply>> {
+        unless_gone(self.conn.query_tree(w).map_err(x_err)?.reply())
     }
 
     fn own_title(&self, w: Window) -> Result<Option<String>> {
@@ -556,30 +570,28 @@ impl X11 {
             if let Some(t) = self.own_title(up)? {
                 return Ok((t, self.class(up)?));
             }
-            let tree = self
-                .conn
-                .query_tree(up)
-                .map_err(x_err)?
-                .reply()
-                .map_err(x_err)?;
+            let Some(tree) = self.tree(up)? else { break };
             if tree.parent == x11rb::NONE || tree.parent == self.root {
                 break;
             }
             up = tree.parent;
         }
-        // Down from the top level (a reparenting window manager's frame).
+        // Down from the top level (a reparenting window manager's frame). A bounded
+        // number of windows: a program with thousands of untitled children would
+        // otherwise cost thousands of round trips for every gate check.
         let mut queue = vec![(up, 0)];
+        let mut budget = DESCRIBE_BUDGET;
         while let Some((win, depth)) = queue.pop() {
+            budget = match budget.checked_sub(1) {
+                Some(b) => b,
+                None => break,
+            };
             if let Some(t) = self.own_title(win)? {
                 return Ok((t, self.class(win)?));
             }
-            if depth < 3 {
-                let tree = self
-                    .conn
-                    .query_tree(win)
-                    .map_err(x_err)?
-                    .reply()
-                    .map_err(x_err)?;
+            if depth < 3
+                && let Some(tree) = self.tree(win)?
+            {
                 queue.extend(tree.children.into_iter().map(|c| (c, depth + 1)));
             }
         }

@@ -9,11 +9,11 @@
 //! signals from rustix.
 
 use crate::error::{Error, Result};
-use rustix::process::{Pid, Signal};
+use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
 use std::io::{BufRead as _, BufReader, Read as _};
-use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The environment variable that marks every process of a session.
@@ -66,7 +66,6 @@ fn base_env(cmd: &mut Command, id: &str) {
 }
 
 /// A running `Xvfb`.
-#[derive(Debug)]
 pub(crate) struct Xvfb {
     child: Child,
     pub display: u32,
@@ -74,6 +73,32 @@ pub(crate) struct Xvfb {
     /// The Xauthority file launched programs get (`XAUTHORITY`).
     pub auth_file: PathBuf,
     pub log: PathBuf,
+}
+
+impl std::fmt::Debug for Xvfb {
+    // Not derived: the cookie is the key to the display and must not end up in logs.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Xvfb")
+            .field("pid", &self.child.id())
+            .field("display", &self.display)
+            .field("auth_file", &self.auth_file)
+            .field("log", &self.log)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Writes an Xauthority file readable by its owner only (the session directory is private
+/// too, but the cookie is the key to the display, so it does not rely on that alone).
+fn write_auth(path: &Path, display: Option<u32>, cookie: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?
+        .write_all(&xauth_entry(display, cookie))
 }
 
 impl Xvfb {
@@ -88,8 +113,7 @@ impl Xvfb {
         let cookie = random_bytes::<16>()?;
         let auth_file = dir.join("Xauthority");
         // The server reads every cookie in the file and ignores the display number.
-        std::fs::write(&auth_file, xauth_entry(None, &cookie))
-            .map_err(io("writing", &auth_file))?;
+        write_auth(&auth_file, None, &cookie).map_err(io("writing", &auth_file))?;
         let log = dir.join("xvfb.log");
         let log_file = std::fs::File::create(&log).map_err(io("creating", &log))?;
         let (w, h, depth) = screen;
@@ -133,15 +157,14 @@ impl Xvfb {
         let display = match line.trim().parse::<u32>() {
             Ok(d) => d,
             Err(_) => {
-                let status = child.try_wait().ok().flatten();
-                let why = match status {
+                let why = match ended(&child) {
                     Some(s) => format!("it exited ({})", describe_status(s)),
                     None => format!("unexpected -displayfd output {line:?}"),
                 };
                 return Err(failed(&mut child, why));
             }
         };
-        if let Err(e) = std::fs::write(&auth_file, xauth_entry(Some(display), &cookie)) {
+        if let Err(e) = write_auth(&auth_file, Some(display), &cookie) {
             return Err(failed(
                 &mut child,
                 format!("writing {}: {e}", auth_file.display()),
@@ -160,9 +183,11 @@ impl Xvfb {
         self.child.id()
     }
 
-    /// `Some(status)` once the server has exited.
-    pub fn exited(&mut self) -> Option<ExitStatus> {
-        self.child.try_wait().ok().flatten()
+    /// How the server ended, once it has. The child is left unreaped (`WNOWAIT`): while
+    /// it is a zombie its pid stays taken, so the lock file naming it keeps other servers
+    /// off the display number until [`Xvfb::stop`] has cleaned up.
+    pub fn exited(&self) -> Option<String> {
+        ended(&self.child).map(describe_status)
     }
 
     /// The server's socket.
@@ -171,16 +196,31 @@ impl Xvfb {
     }
 
     pub fn stop(&mut self) {
-        let pid = self.child.id();
-        stop_group(&mut self.child, GRACE);
+        let leader = self.child.id();
+        signal_group(leader, Signal::TERM);
+        let until = Instant::now() + GRACE;
+        while self.exited().is_none() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        signal_group(leader, Signal::KILL);
+        // Wait for the exit but do not reap yet: a zombie's pid is not reused and another
+        // Xvfb sees the lock naming it as live, so nobody can take the display number
+        // between reading the lock and removing it below.
+        if let Some(p) = pid(leader) {
+            let _dead = rustix::process::waitid(
+                WaitId::Pid(p),
+                WaitIdOptions::EXITED | WaitIdOptions::NOWAIT,
+            );
+        }
         // A server that was killed (not stopped) leaves its lock and socket behind; they
         // are ours to remove while the lock still names it.
         let lock = PathBuf::from(format!("/tmp/.X{}-lock", self.display));
         let owner = std::fs::read_to_string(&lock).ok();
-        if owner.is_some_and(|o| o.trim().parse::<u32>().ok() == Some(pid)) {
+        if owner.is_some_and(|o| o.trim().parse::<u32>().ok() == Some(leader)) {
             let _gone = std::fs::remove_file(self.socket());
             let _gone = std::fs::remove_file(&lock);
         }
+        let _reaped = self.child.wait();
     }
 }
 
@@ -261,20 +301,18 @@ impl Program {
         self.child.id()
     }
 
-    /// Updates the state; true if the program exited since the last poll.
+    /// Updates the state; true if the program exited since the last poll. The program is
+    /// not reaped until the session stops (see [`ended`]).
     pub fn poll(&mut self) -> bool {
         if self.state != ProgramState::Running {
             return false;
         }
-        match self.child.try_wait() {
-            Ok(Some(s)) => {
-                self.state = ProgramState::Exited {
-                    code: s.code(),
-                    signal: s.signal(),
-                };
+        match ended(&self.child) {
+            Some((code, signal)) => {
+                self.state = ProgramState::Exited { code, signal };
                 true
             }
-            _ => false,
+            None => false,
         }
     }
 
@@ -291,8 +329,8 @@ impl Program {
         signal_group(self.child.id(), sig);
     }
 
-    /// Reaps the child if it has exited.
-    pub fn reap(&mut self) -> bool {
+    /// Whether the program has exited.
+    pub fn done(&mut self) -> bool {
         self.poll();
         self.state != ProgramState::Running
     }
@@ -303,8 +341,20 @@ impl Program {
     }
 }
 
-fn describe_status(s: ExitStatus) -> String {
-    match (s.code(), s.signal()) {
+/// How `child` ended (exit code, signal), once it has, without reaping it: until it is
+/// reaped its pid, and so the number of the process group it led, cannot be reused, so
+/// signals to that group never reach a newcomer's (another session's Xvfb, say).
+fn ended(child: &Child) -> Option<(Option<i32>, Option<i32>)> {
+    let status = rustix::process::waitid(
+        WaitId::Pid(pid(child.id())?),
+        WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT,
+    )
+    .ok()??;
+    Some((status.exit_status(), status.terminating_signal()))
+}
+
+fn describe_status(s: (Option<i32>, Option<i32>)) -> String {
+    match s {
         (Some(c), _) => format!("exit status {c}"),
         (_, Some(sig)) => format!("signal {sig}"),
         _ => "unknown status".into(),
@@ -322,14 +372,14 @@ fn signal_group(leader: u32, sig: Signal) {
     }
 }
 
-/// TERM to the child's group, KILL after `grace`, and reap the child.
+/// TERM to the child's group, KILL after `grace`, and reap the child (last: see [`ended`]).
 fn stop_group(child: &mut Child, grace: Duration) {
     let leader = child.id();
     if grace > Duration::ZERO {
         signal_group(leader, Signal::TERM);
         let until = Instant::now() + grace;
         while Instant::now() < until {
-            if matches!(child.try_wait(), Ok(Some(_))) {
+            if ended(child).is_some() {
                 break;
             }
             std::thread::sleep(Duration::from_millis(2));
@@ -341,18 +391,38 @@ fn stop_group(child: &mut Child, grace: Duration) {
 
 /// Stops the programs, then the server, then anything else carrying the marker.
 pub(crate) fn stop_all(id: &str, programs: &mut [Program], xvfb: Option<&mut Xvfb>) {
+    // What the programs started, found through its parents while they live: a process
+    // that left the group and cleared its environment (`setsid env -i daemon`) escapes
+    // both the group signals and the marker sweep.
+    let running: Vec<u32> = programs
+        .iter()
+        .filter(|p| p.state == ProgramState::Running)
+        .map(Program::pid)
+        .collect();
+    let family: Vec<(u32, u64)> = descendants(&running)
+        .into_iter()
+        .filter_map(|(p, _)| Some((p, start_time(p)?)))
+        .collect();
     for p in programs.iter() {
         if p.state == ProgramState::Running {
             p.signal_group(Signal::TERM);
         }
     }
     let until = Instant::now() + GRACE;
-    while Instant::now() < until && !programs.iter_mut().all(Program::reap) {
+    while Instant::now() < until && !programs.iter_mut().all(Program::done) {
         std::thread::sleep(Duration::from_millis(2));
     }
     for p in programs.iter_mut() {
         // The group may outlive its leader; KILL it either way.
         p.kill();
+    }
+    for (p, started) in family {
+        // The start time tells a process from a newcomer that reused its pid.
+        if start_time(p) == Some(started)
+            && let Some(p) = pid(p)
+        {
+            let _gone = rustix::process::kill_process(p, Signal::KILL);
+        }
     }
     if let Some(x) = xvfb {
         x.stop();
@@ -374,30 +444,44 @@ pub(crate) fn stop_all(id: &str, programs: &mut [Program], xvfb: Option<&mut Xvf
 /// Live (not zombie) processes whose environment carries `MARKER=id`.
 pub fn marked_processes(id: &str) -> Vec<u32> {
     let needle = format!("{MARKER}={id}");
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for entry in dir.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(env) = std::fs::read(entry.path().join("environ")) else {
-            continue;
-        };
-        if env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()) && !is_zombie(pid) {
-            out.push(pid);
-        }
-    }
-    out
+    processes()
+        .filter(|(pid, dir)| {
+            std::fs::read(dir.join("environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()))
+                && !is_zombie(*pid)
+        })
+        .map(|(pid, _)| pid)
+        .collect()
+}
+
+/// Every process in `/proc`, with its directory there.
+fn processes() -> impl Iterator<Item = (u32, PathBuf)> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let pid = entry.file_name().to_str()?.parse::<u32>().ok()?;
+            Some((pid, entry.path()))
+        })
 }
 
 fn is_zombie(pid: u32) -> bool {
     task_states(pid).is_none_or(|s| s.iter().all(|c| *c == 'Z' || *c == 'X'))
+}
+
+/// The fields of a `/proc/…/stat` line after the command name, from the state (field 3)
+/// on. The name is skipped by its last `)`: it may hold spaces and parentheses.
+fn stat_fields(stat: &str) -> impl Iterator<Item = &str> {
+    stat.rfind(')')
+        .map_or("", |i| &stat[i + 1..])
+        .split_whitespace()
+}
+
+/// When `pid` started (field 22 of its stat, in clock ticks since boot).
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat_fields(&stat).nth(22 - 3)?.parse().ok()
 }
 
 /// The scheduler state of every thread of `pid` (`R`, `S`, `D`, …), or `None` if it is gone.
@@ -406,9 +490,7 @@ pub(crate) fn task_states(pid: u32) -> Option<Vec<char>> {
     let mut out = Vec::new();
     for t in dir.flatten() {
         if let Ok(stat) = std::fs::read_to_string(t.path().join("stat"))
-            && let Some(state) = stat
-                .rfind(')')
-                .and_then(|i| stat[i + 1..].trim_start().chars().next())
+            && let Some(state) = stat_fields(&stat).next().and_then(|s| s.chars().next())
         {
             out.push(state);
         }
@@ -419,26 +501,12 @@ pub(crate) fn task_states(pid: u32) -> Option<Vec<char>> {
 /// Every descendant of `roots` (not the roots themselves) with its scheduler state, from
 /// one pass over `/proc/*/stat`.
 pub(crate) fn descendants(roots: &[u32]) -> Vec<(u32, char)> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
     let mut table = Vec::new();
-    for entry in dir.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
+    for (pid, dir) in processes() {
+        let Ok(stat) = std::fs::read_to_string(dir.join("stat")) else {
             continue;
         };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        // "pid (comm) S ppid …": comm may hold spaces and parentheses.
-        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-            continue;
-        };
-        let mut fields = rest.split_whitespace();
+        let mut fields = stat_fields(&stat);
         let state = fields.next().and_then(|s| s.chars().next());
         let ppid = fields.next().and_then(|s| s.parse::<u32>().ok());
         if let (Some(state), Some(ppid)) = (state, ppid) {

@@ -6,21 +6,25 @@
 //! model can correct — an unknown id, an action that does not decode, a coordinate off
 //! screen, a refused approval, a missing Chromium — is a result with `isError: true`.
 //! Approval rules come from the server (`cordon mcp --computer-rules`), never from the
-//! model.
+//! model. A call cancelled while its step waits for the user's approval denies that step,
+//! so the session takes the next call.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use cordon_protocol::computer::Vendor;
+use cordon_protocol::computer::{ComputerCall, Vendor};
 use rmcp::model::{CallToolResult, ContentBlock, Tool};
 use rmcp::service::{ElicitationMode, RequestContext};
 use rmcp::{Peer, RoleServer};
 use serde_json::{Map, Value, json};
 
 use crate::api::{ComputerStep, CreateComputer, StepStatus};
-use crate::computer::{ComputerError, ComputerPool, Setup, SharedComputer, decode_actions};
-use crate::hub::fresh_id;
+use crate::computer::{
+    ComputerError, ComputerPool, Setup, SharedComputer, Stepped, decode_actions,
+};
+use crate::hub::{fresh_id, spawn_periodic};
 
 /// Sessions one MCP connection may hold open.
 pub const MAX_COMPUTERS_PER_CONNECTION: usize = 8;
@@ -38,7 +42,87 @@ struct Entry {
 pub(super) struct ComputerTable {
     pool: Arc<ComputerPool>,
     by_id: Mutex<HashMap<String, Entry>>,
+    /// Sessions being opened; they count toward [`MAX_COMPUTERS_PER_CONNECTION`].
+    opening: AtomicUsize,
     reaper: std::sync::OnceLock<()>,
+}
+
+/// A slot taken for a session being opened, given back when dropped.
+struct Opening(Arc<ComputerTable>);
+
+impl Drop for Opening {
+    fn drop(&mut self) {
+        self.0.opening.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The approval a step waits for, denied when this is dropped undecided: an MCP call
+/// cancelled mid-step or while the user is asked must not leave its session waiting for a
+/// decision nobody can make (these tools have no way to decide it later).
+struct Undecided {
+    pool: Arc<ComputerPool>,
+    computer: SharedComputer,
+    approval: Option<String>,
+}
+
+impl Undecided {
+    /// The caller decides it: nothing to do when dropped.
+    fn decided(&mut self) {
+        self.approval = None;
+    }
+}
+
+impl Drop for Undecided {
+    fn drop(&mut self) {
+        let Some(approval) = self.approval.take() else {
+            return;
+        };
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let pool = self.pool.clone();
+            let computer = self.computer.clone();
+            runtime.spawn(async move {
+                let _denied = pool.decide(&computer, approval, false).await;
+            });
+        }
+    }
+}
+
+enum Work {
+    Step(ComputerCall, Value),
+    Decide(String, bool),
+}
+
+/// Runs a step (or a decision) on a task of its own, so it is never cut in half; if the
+/// caller is gone by the time it ends, a step that asks for approval is denied (see
+/// [`Undecided`]).
+async fn run(
+    pool: &Arc<ComputerPool>,
+    computer: &SharedComputer,
+    work: Work,
+) -> Result<(Stepped, Undecided), ComputerError> {
+    let pool = pool.clone();
+    let computer = computer.clone();
+    let task = tokio::spawn(async move {
+        let stepped = match work {
+            Work::Step(call, raw) => pool.step(&computer, call, raw).await?,
+            Work::Decide(approval, approve) => pool.decide(&computer, approval, approve).await?,
+        };
+        let approval = stepped
+            .step
+            .pending_approval
+            .as_ref()
+            .map(|approval| approval.approval_id.clone());
+        Ok((
+            stepped,
+            Undecided {
+                pool,
+                computer,
+                approval,
+            },
+        ))
+    });
+    task.await
+        .map_err(|error| ComputerError::Browser(format!("the step failed: {error}")))?
 }
 
 impl ComputerTable {
@@ -46,6 +130,7 @@ impl ComputerTable {
         Arc::new(ComputerTable {
             pool,
             by_id: Mutex::default(),
+            opening: AtomicUsize::new(0),
             reaper: std::sync::OnceLock::new(),
         })
     }
@@ -63,28 +148,23 @@ impl ComputerTable {
 
     fn spawn_reaper(self: &Arc<Self>) {
         self.reaper.get_or_init(|| {
-            let table: Weak<ComputerTable> = Arc::downgrade(self);
-            tokio::spawn(async move {
-                loop {
-                    tokio::time::sleep(REAP_EVERY).await;
-                    let Some(table) = table.upgrade() else { return };
-                    let idle: Vec<SharedComputer> = {
-                        let mut map = table.table();
-                        let ids: Vec<String> = map
-                            .iter()
-                            .filter(|(_, entry)| entry.last_used.elapsed() >= IDLE_TTL)
-                            .map(|(id, _)| id.clone())
-                            .collect();
-                        ids.iter()
-                            .filter_map(|id| map.remove(id).map(|entry| entry.computer))
-                            .collect()
-                    };
-                    for computer in idle {
-                        table
-                            .pool
-                            .close(&computer, "closed after 15 minutes unused")
-                            .await;
-                    }
+            spawn_periodic(self, REAP_EVERY, |table| async move {
+                let idle: Vec<SharedComputer> = {
+                    let mut map = table.table();
+                    let ids: Vec<String> = map
+                        .iter()
+                        .filter(|(_, entry)| entry.last_used.elapsed() >= IDLE_TTL)
+                        .map(|(id, _)| id.clone())
+                        .collect();
+                    ids.iter()
+                        .filter_map(|id| map.remove(id).map(|entry| entry.computer))
+                        .collect()
+                };
+                for computer in idle {
+                    table
+                        .pool
+                        .close(&computer, "closed after 15 minutes unused")
+                        .await;
                 }
             });
         });
@@ -284,17 +364,25 @@ impl ComputerTools<'_> {
             Ok(setup) => setup,
             Err(error) => return failure(describe(&error)),
         };
-        if self.table.table().len() >= MAX_COMPUTERS_PER_CONNECTION {
-            return failure(format!(
-                "at most {MAX_COMPUTERS_PER_CONNECTION} browsers may be open at once; close one \
-                 with computer_close"
-            ));
+        {
+            // Counted under the table's lock, so concurrent calls cannot pass the cap.
+            let table = self.table.table();
+            if table.len() + self.table.opening.load(Ordering::SeqCst)
+                >= MAX_COMPUTERS_PER_CONNECTION
+            {
+                return failure(format!(
+                    "at most {MAX_COMPUTERS_PER_CONNECTION} browsers may be open at once; close \
+                     one with computer_close"
+                ));
+            }
+            self.table.opening.fetch_add(1, Ordering::SeqCst);
         }
+        let slot = Opening(self.table.clone());
         let id = fresh_id("cmp");
         // On a task of its own: a cancelled call must not drop an opened session unseen.
-        let table = self.table.clone();
         let opening = id.clone();
         let task = tokio::spawn(async move {
+            let table = &slot.0;
             let (computer, first) = table.pool.open(opening.clone(), &setup, None).await?;
             let sizes = {
                 let live = computer.lock().await;
@@ -308,6 +396,7 @@ impl ComputerTools<'_> {
                 },
             );
             table.spawn_reaper();
+            drop(slot);
             Ok::<_, ComputerError>((first, sizes))
         });
         let (first, (display, viewport)) = match task.await {
@@ -367,19 +456,22 @@ impl ComputerTools<'_> {
         };
         let raw = json!({"format": "anthropic", "actions": [input]});
         let pool = &self.table.pool;
-        let mut stepped = match pool.step(&computer, call, raw).await {
+        let (mut stepped, mut undecided) = match run(pool, &computer, Work::Step(call, raw)).await {
             Ok(stepped) => stepped,
-            Err(error) => {
-                if matches!(error, ComputerError::Lost(_) | ComputerError::Closed(_)) {
-                    self.table.table().remove(&id);
-                }
-                return failure(describe(&error));
-            }
+            Err(error) => return self.failed(&id, &error),
         };
         let mut note = None;
         // A call may ask more than once (a later action of the same call); each is decided.
         while let Some(approval) = stepped.step.pending_approval.clone() {
-            let approve = match ask(&context.peer, &approval).await {
+            let asked = tokio::select! {
+                asked = ask(&context.peer, &approval) => asked,
+                () = context.ct.cancelled() => {
+                    // Nobody reads the answer any more, and the session takes no other
+                    // step until this one is decided: `undecided` denies it as it goes.
+                    return failure("cancelled; the step waiting for approval was denied");
+                }
+            };
+            let approve = match asked {
                 Some(approve) => approve,
                 None => {
                     note = Some(format!(
@@ -390,12 +482,22 @@ impl ComputerTools<'_> {
                     false
                 }
             };
-            stepped = match pool.decide(&computer, approval.approval_id, approve).await {
+            undecided.decided();
+            let decide = Work::Decide(approval.approval_id, approve);
+            (stepped, undecided) = match run(pool, &computer, decide).await {
                 Ok(stepped) => stepped,
-                Err(error) => return failure(describe(&error)),
+                Err(error) => return self.failed(&id, &error),
             };
         }
         step_result(&stepped.step, note.as_deref())
+    }
+
+    /// The result for a step that failed; a session whose browser is gone is forgotten.
+    fn failed(&self, id: &str, error: &ComputerError) -> CallToolResult {
+        if matches!(error, ComputerError::Lost(_) | ComputerError::Closed(_)) {
+            self.table.table().remove(id);
+        }
+        failure(describe(error))
     }
 
     pub(super) async fn close(&self, arguments: Map<String, Value>) -> CallToolResult {

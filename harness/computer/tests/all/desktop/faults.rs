@@ -37,7 +37,12 @@ async fn a_program_that_exits_is_reported_and_the_session_goes_on() {
         json!({"action": "left_click", "coordinate": m(50, 50)}),
     )
     .await;
+    // It stays unreaped until the session stops, so that its pid (the number of the
+    // process group the session signals on close) cannot pass to another process.
+    let proc_dir = format!("/proc/{}", p.pid);
+    assert!(Path::new(&proc_dir).exists() && !alive(p.pid));
     c.into_backend().close().await.unwrap();
+    assert!(!Path::new(&proc_dir).exists(), "reaped on close");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

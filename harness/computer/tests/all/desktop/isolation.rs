@@ -90,6 +90,28 @@ async fn two_sessions_run_side_by_side_without_seeing_each_other() {
     b.into_backend().close().await.unwrap();
 }
 
+/// The one child of `parent` (waits, bounded, for it to appear).
+async fn only_child(parent: u32) -> u32 {
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        let kids: Vec<u32> = std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| {
+                let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+                let ppid = stat[stat.rfind(')')? + 1..].split_whitespace().nth(1)?;
+                (ppid.parse::<u32>().ok()? == parent)
+                    .then(|| e.file_name().to_str()?.parse().ok())?
+            })
+            .collect();
+        if let [kid] = kids[..] {
+            return kid;
+        }
+        assert!(Instant::now() < until, "children of {parent}: {kids:?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 fn socket(session: &DesktopSession) -> std::path::PathBuf {
     format!("/tmp/.X11-unix/X{}", &session.display()[1..]).into()
 }
@@ -99,10 +121,13 @@ async fn close_leaves_no_process_socket_or_directory_behind() {
     let mut s = start(&[
         r#"xterm -e sh -c 'cat > "$HOME/out.txt"'"#,
         "sh -c 'sleep 600 & sleep 600'",
+        // Leaves the group and the marker behind: only its parent knows it.
+        "sh -c 'setsid env -i sleep 600 & wait'",
     ])
     .await;
     let id = s.id().to_owned();
     let mut pids: Vec<u32> = s.programs().iter().map(|p| p.pid).collect();
+    let escapee = only_child(pids[2]).await;
     pids.push(s.xvfb_pid().unwrap());
     let (sock, dir) = (socket(&s), s.dir().to_owned());
     let display = s.display()[1..].to_owned();
@@ -118,6 +143,10 @@ async fn close_leaves_no_process_socket_or_directory_behind() {
     for p in marked {
         assert!(!alive(p), "{p} outlived its session");
     }
+    assert!(
+        !alive(escapee),
+        "the unmarked {escapee} outlived its session"
+    );
     // The socket is gone, unless another test's server took the number over since.
     let xvfb = pids[pids.len() - 1];
     let lock = std::fs::read_to_string(format!("/tmp/.X{}-lock", display)).unwrap_or_default();
@@ -145,4 +174,18 @@ fn a_panic_drops_the_session_and_everything_in_it() {
     assert!(marked.len() >= 3, "{marked:?}");
     assert_eq!(marked_processes(&id), Vec::<u32>::new());
     assert!(marked.iter().all(|p| !alive(*p)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cookie_is_readable_by_its_owner_only_and_never_logged() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let s = start(&[]).await;
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let auth = s.dir().join("Xauthority");
+    assert_eq!((mode(s.dir()), mode(&auth)), (0o700, 0o600));
+    let file = std::fs::read(&auth).unwrap();
+    let cookie = &file[file.len() - 16..];
+    let debug = format!("{s:?}");
+    assert!(!debug.contains(&format!("{cookie:?}")), "{debug}");
+    s.close().await.unwrap();
 }

@@ -7,20 +7,26 @@ use serde_json::json;
 
 const CAT: &str = r#"xterm -geometry 80x24+0+0 -e sh -c 'cat > "$HOME/out.txt"'"#;
 
-/// Types `lines` into a fresh `cat`, ends the input, and returns the file.
-async fn typed(
-    before: impl AsyncFnOnce(&mut Computer<DesktopSession>),
-    steps: &[serde_json::Value],
-) -> String {
-    let session = start(&[CAT]).await;
-    let out = session.home().join("out.txt");
+/// A session running `o`, clicked into its terminal: focus follows the pointer without a
+/// window manager.
+async fn clicked_into(o: DesktopOptions) -> Computer<DesktopSession> {
+    let session = DesktopSession::start(o).await.unwrap();
     let mut c = computer(session, Rules::allow_all());
-    // Focus follows the pointer without a window manager: click into the terminal.
     ok_step(
         &mut c,
         json!({"action": "left_click", "coordinate": m(200, 150)}),
     )
     .await;
+    c
+}
+
+/// Types `steps` into a fresh `cat`, ends the input, and returns the file.
+async fn typed(
+    before: impl AsyncFnOnce(&mut Computer<DesktopSession>),
+    steps: &[serde_json::Value],
+) -> String {
+    let mut c = clicked_into(opts(&[CAT])).await;
+    let out = c.backend().home().join("out.txt");
     before(&mut c).await;
     for s in steps {
         ok_step(&mut c, s.clone()).await;
@@ -93,14 +99,8 @@ async fn keys_chords_and_held_keys_reach_the_program() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn characters_without_a_key_are_refused_before_anything_is_typed() {
-    let session = start(&[CAT]).await;
-    let out = session.home().join("out.txt");
-    let mut c = computer(session, Rules::allow_all());
-    ok_step(
-        &mut c,
-        json!({"action": "left_click", "coordinate": m(200, 150)}),
-    )
-    .await;
+    let mut c = clicked_into(opts(&[CAT])).await;
+    let out = c.backend().home().join("out.txt");
     let r = step(&mut c, json!({"action": "type", "text": "abc\u{7}def"})).await;
     assert_eq!(r.status, Status::Error);
     let e = r.error.unwrap();
@@ -117,14 +117,8 @@ async fn settling_waits_for_the_command_a_terminal_runs() {
     // wait until the command it runs is done (a busy loop of a few seconds, then a file).
     let mut o = opts(&["xterm -geometry 80x24+0+0 -e sh"]);
     o.settle_cap = Duration::from_secs(30);
-    let session = DesktopSession::start(o).await.unwrap();
-    let done = session.home().join("done");
-    let mut c = computer(session, Rules::allow_all());
-    ok_step(
-        &mut c,
-        json!({"action": "left_click", "coordinate": m(200, 150)}),
-    )
-    .await;
+    let mut c = clicked_into(o).await;
+    let done = c.backend().home().join("done");
     let r = ok_step(
         &mut c,
         json!({"action": "type", "text":
