@@ -798,6 +798,14 @@ pub fn reap_orphaned_chromium(pid: u32) -> bool {
     let Some(profile) = profile else {
         return false;
     };
+    // The profile is named after the process that started this Chromium
+    // (`cordon-chromium-<pid>-<n>`). If that process still runs, the browser is not an
+    // orphan: another server sharing the database, or a reused pid.
+    if let Some(owner) = profile_owner(&profile)
+        && running(owner)
+    {
+        return false;
+    }
     let Ok(pid) = i32::try_from(pid) else {
         return false;
     };
@@ -813,6 +821,26 @@ pub fn reap_orphaned_chromium(pid: u32) -> bool {
     true
 }
 
+/// Whether a process exists and has not exited (a zombie has: its parent has just not
+/// collected it yet).
+fn running(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // `pid (comm) state …`: comm may hold spaces and parentheses, so split at the last `)`.
+    let state = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.trim_start().chars().next());
+    !matches!(state, None | Some('Z' | 'X'))
+}
+
+/// The pid in a `cordon-chromium-<pid>-<n>` profile directory name.
+fn profile_owner(profile: &std::path::Path) -> Option<u32> {
+    let name = profile.file_name()?.to_str()?;
+    let rest = name.strip_prefix("cordon-chromium-")?;
+    rest.split('-').next()?.parse().ok()
+}
+
 #[allow(
     unsafe_code,
     reason = "kill(2) on a pid we checked is our Chromium; no memory is involved"
@@ -826,6 +854,43 @@ fn kill(pid: i32) {
 mod tests {
     #![allow(clippy::unwrap_used, reason = "tests")]
     use super::*;
+
+    #[test]
+    fn a_chromium_whose_server_still_runs_is_not_reaped() {
+        assert_eq!(
+            profile_owner(std::path::Path::new("/tmp/cordon-chromium-4242-7")),
+            Some(4242)
+        );
+        assert_eq!(
+            profile_owner(std::path::Path::new("/tmp/other-4242-7")),
+            None
+        );
+        // A process whose profile names a live owner (this test process) is left alone; a
+        // shell carrying the flag stands in for the browser.
+        let profile = format!(
+            "--user-data-dir=/tmp/cordon-chromium-{}-0",
+            std::process::id()
+        );
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "sleep 30; :", &profile])
+            .spawn()
+            .unwrap();
+        // Until the shell has replaced the forked test process, its command line is empty.
+        let cmdline = format!("/proc/{}/cmdline", child.id());
+        for _ in 0..200 {
+            if std::fs::read(&cmdline).is_ok_and(|c| !c.is_empty()) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(!reap_orphaned_chromium(child.id()));
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the process was killed"
+        );
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
 
     fn body(extra: Value) -> CreateComputer {
         let mut value = json!({"url": "http://127.0.0.1:9/"});
