@@ -7,7 +7,11 @@ Exits non-zero on the first failed check; every call is bounded by a timeout.
 """
 
 import base64
+import json
+import os
+import shutil
 import sys
+import tempfile
 
 import anyio
 import mcp_types as types
@@ -275,21 +279,38 @@ async def connected(binary):
         assert [c["name"] for c in calls][:2] == ["calc.add", "calc.table"], calls
 
 
-def server(binary, tools_file):
+def server(binary, tools_file, *extra):
     return StdioServerParameters(
         command=binary,
-        args=["mcp", "--tools", tools_file, "--cpu-ms", "60000", "--timeout-ms", "120000", "--memory-mb", "64"],
+        args=["mcp", "--tools", tools_file, "--cpu-ms", "60000", "--timeout-ms", "120000", "--memory-mb", "64", *extra],
     )
 
 
+def recorded_trajectories(root):
+    """`--trajectories`: each computer session wrote its steps and screenshots."""
+    sessions = sorted(os.listdir(root))
+    assert len(sessions) == 1 and sessions[0].startswith("cmp_"), sessions
+    session = os.path.join(root, sessions[0])
+    with open(os.path.join(session, "steps.jsonl")) as f:
+        steps = [json.loads(line) for line in f]
+    # open (screenshot), the click, the nested screenshot, then the model's mistakes
+    assert len(steps) >= 3, steps
+    shots = [name for name in os.listdir(session) if name.endswith(".png")]
+    assert len(shots) >= 3, shots
+
+
 async def main_stdio(binary, tools_file):
+    trajectories = tempfile.mkdtemp(prefix="cordon-mcp-trajectories-")
     for mode in ["legacy", "auto"]:
-        async with Client(server(binary, tools_file), mode=mode) as client:
+        extra = ["--trajectories", trajectories] if mode == "legacy" else []
+        async with Client(server(binary, tools_file, *extra), mode=mode) as client:
             assert client.protocol_version == "2025-11-25", client.protocol_version
             await basics(client)
             if mode == "legacy":
                 await progress_and_cancel(client)
                 await computers(client)
+                recorded_trajectories(trajectories)
+                shutil.rmtree(trajectories)
     await approvals(binary, tools_file)
     await computer_approvals(binary, tools_file)
     await connected(binary)

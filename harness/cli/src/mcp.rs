@@ -43,6 +43,10 @@ pub struct McpArgs {
     /// uploads and new origins.
     #[arg(long, value_name = "FILE")]
     pub computer_rules: Option<PathBuf>,
+    /// Record each computer session's trajectory (JSONL + screenshots) in DIR/<id>,
+    /// replayable with `cordon replay`.
+    #[arg(long, value_name = "DIR", conflicts_with = "no_computer")]
+    pub trajectories: Option<PathBuf>,
 }
 
 /// `cordon mcp`.
@@ -77,7 +81,10 @@ pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
         }
         Some(browser)
     };
-    let options = McpOptions::default().browser(browser).computer_rules(rules);
+    let options = McpOptions::default()
+        .browser(browser)
+        .computer_rules(rules)
+        .trajectories(args.trajectories);
     let server = McpServer::with_options(sandbox, registry, args.limits.limits(), options)?;
     match args.http {
         None => {

@@ -20,6 +20,7 @@
 mod computer;
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -94,6 +95,8 @@ struct Inner {
     pool: Option<Arc<ComputerPool>>,
     /// Approval rules of computer sessions (`None`: the default rules).
     computer_rules: Option<Value>,
+    /// Where computer sessions record their trajectories (`None`: not recorded).
+    trajectories: Option<PathBuf>,
 }
 
 /// Options of the MCP server beyond the sandbox.
@@ -106,6 +109,9 @@ pub struct McpOptions {
     /// Approval rules of computer sessions, as `{"rules": [...]}` or a list (`None`: ask
     /// before passwords, payment fields, buy/delete-like buttons, uploads, new origins).
     pub computer_rules: Option<Value>,
+    /// Each computer session records its trajectory (JSONL + screenshots, replayable with
+    /// `cordon replay`) in `<dir>/<id>`; `None`: not recorded.
+    pub trajectories: Option<PathBuf>,
 }
 
 impl Default for McpOptions {
@@ -113,6 +119,7 @@ impl Default for McpOptions {
         McpOptions {
             browser: Some(BrowserOptions::default()),
             computer_rules: None,
+            trajectories: None,
         }
     }
 }
@@ -121,6 +128,7 @@ impl McpOptions {
     crate::setters! {
         browser: Option<BrowserOptions>,
         computer_rules: Option<Value>,
+        trajectories: Option<PathBuf>,
     }
 }
 
@@ -178,6 +186,7 @@ impl McpServer {
         let computers = ComputerTable::new(
             pool.clone()
                 .unwrap_or_else(|| Arc::new(ComputerPool::new(BrowserOptions::default()))),
+            options.trajectories.clone(),
         );
         Ok(McpServer {
             inner: Arc::new(Inner {
@@ -186,6 +195,7 @@ impl McpServer {
                 limits,
                 pool,
                 computer_rules: options.computer_rules,
+                trajectories: options.trajectories,
             }),
             sessions: Arc::default(),
             computers,
@@ -197,7 +207,7 @@ impl McpServer {
         McpServer {
             inner: self.inner.clone(),
             sessions: Arc::default(),
-            computers: ComputerTable::new(self.computer_pool()),
+            computers: ComputerTable::new(self.computer_pool(), self.inner.trajectories.clone()),
         }
     }
 

@@ -10,6 +10,7 @@
 //! so the session takes the next call.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
@@ -45,6 +46,8 @@ pub(super) struct ComputerTable {
     /// Sessions being opened; they count toward [`MAX_COMPUTERS_PER_CONNECTION`].
     opening: AtomicUsize,
     reaper: std::sync::OnceLock<()>,
+    /// Sessions record their trajectory in `<dir>/<id>` (see `McpOptions::trajectories`).
+    trajectories: Option<PathBuf>,
 }
 
 /// A slot taken for a session being opened, given back when dropped.
@@ -126,12 +129,16 @@ async fn run(
 }
 
 impl ComputerTable {
-    pub(super) fn new(pool: Arc<ComputerPool>) -> Arc<ComputerTable> {
+    pub(super) fn new(
+        pool: Arc<ComputerPool>,
+        trajectories: Option<PathBuf>,
+    ) -> Arc<ComputerTable> {
         Arc::new(ComputerTable {
             pool,
             by_id: Mutex::default(),
             opening: AtomicUsize::new(0),
             reaper: std::sync::OnceLock::new(),
+            trajectories,
         })
     }
 
@@ -383,7 +390,8 @@ impl ComputerTools<'_> {
         let opening = id.clone();
         let task = tokio::spawn(async move {
             let table = &slot.0;
-            let (computer, first) = table.pool.open(opening.clone(), &setup, None).await?;
+            let record = table.trajectories.as_ref().map(|dir| dir.join(&opening));
+            let (computer, first) = table.pool.open(opening.clone(), &setup, record).await?;
             let sizes = {
                 let live = computer.lock().await;
                 (live.display, live.viewport)
