@@ -14,6 +14,9 @@ use cordon_protocol::computer::{Action, ComputerCall, ComputerOutput, SafetyChec
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
+/// Most actions one call may batch (OpenAI `actions[]`); more is a model-visible error.
+pub const MAX_ACTIONS_PER_CALL: usize = 100;
+
 /// What executes screen-space operations: a browser page, an X display.
 #[allow(
     async_fn_in_trait,
@@ -363,6 +366,13 @@ impl<B: Backend> Computer<B> {
                 element: None,
             };
             return self.ask(report, call, 0, verdict, raw).await;
+        }
+        if call.actions.len() > MAX_ACTIONS_PER_CALL {
+            let e = ActionError::Invalid(format!(
+                "{} actions in one call is more than {MAX_ACTIONS_PER_CALL}; send them in several calls",
+                call.actions.len()
+            ));
+            return self.action_error(report, &call, raw, e).await;
         }
         let mut capture = Capture::Screen;
         let mut gate_ms = 0.0;

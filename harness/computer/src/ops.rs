@@ -14,6 +14,19 @@ pub const MAX_WAIT: Duration = Duration::from_secs(30);
 pub const PX_PER_TICK: f64 = 100.0;
 /// Gemini's `scroll_at` magnitude when none is given.
 pub const GEMINI_DEFAULT_MAGNITUDE: u32 = 800;
+/// Most characters one `type` action may carry: a long paste. More is refused (not cut),
+/// so a runaway model cannot tie a session up for minutes of typing.
+pub const MAX_TYPED_CHARS: usize = 20_000;
+/// Most key chords one action may press in sequence.
+pub const MAX_KEY_CHORDS: usize = 200;
+/// Most points one drag path may have.
+pub const MAX_DRAG_POINTS: usize = 1_000;
+
+fn too_many(what: &str, got: usize, most: usize) -> ActionError {
+    ActionError::Invalid(format!(
+        "{what}: {got} is more than the {most} one action may have; split it into several actions"
+    ))
+}
 
 /// Modifier bits as CDP wants them.
 pub mod modifier {
@@ -286,6 +299,9 @@ impl Lowerer {
                         "a drag needs at least two points".into(),
                     ));
                 }
+                if path.len() > MAX_DRAG_POINTS {
+                    return Err(too_many("drag path points", path.len(), MAX_DRAG_POINTS));
+                }
                 let pts = path
                     .iter()
                     .map(|p| self.css(*p))
@@ -394,6 +410,10 @@ impl Lowerer {
                 press_enter,
                 clear_before,
             } => {
+                let chars = t.chars().count();
+                if chars > MAX_TYPED_CHARS {
+                    return Err(too_many("characters to type", chars, MAX_TYPED_CHARS));
+                }
                 if let Some(p) = target {
                     // Gemini's type_text_at: focus by clicking, clear, type, maybe Enter.
                     ops.push(Op::Move {
@@ -436,6 +456,9 @@ impl Lowerer {
                 }
             }
             Action::Key { chords } => {
+                if chords.len() > MAX_KEY_CHORDS {
+                    return Err(too_many("key chords", chords.len(), MAX_KEY_CHORDS));
+                }
                 for c in chords {
                     chord(&mut ops, c);
                 }
@@ -658,5 +681,41 @@ mod tests {
         assert_eq!(normalize_url("example.com"), "https://example.com");
         assert_eq!(normalize_url("javascript:alert(1)"), "javascript:alert(1)");
         assert_eq!(normalize_url("file:///etc"), "file:///etc");
+    }
+
+    #[test]
+    fn oversized_actions_are_refused_whole_with_a_hint_to_split() {
+        let mut l = lowerer();
+        let long = "x".repeat(MAX_TYPED_CHARS + 1);
+        let err = l
+            .lower(&Action::Type {
+                text: long,
+                at: None,
+                press_enter: None,
+                clear_before: None,
+            })
+            .unwrap_err();
+        assert!(err.to_string().contains("split it"), "{err}");
+        // Exactly at the limit is fine (newlines count as characters).
+        let fits = "é\n".repeat(MAX_TYPED_CHARS / 2);
+        assert!(
+            l.lower(&Action::Type {
+                text: fits,
+                at: None,
+                press_enter: None,
+                clear_before: None,
+            })
+            .is_ok()
+        );
+        let chords = vec![vec![Key::parse("a").unwrap()]; MAX_KEY_CHORDS + 1];
+        assert!(l.lower(&Action::Key { chords }).is_err());
+        let path = vec![Point::new(1, 1); MAX_DRAG_POINTS + 1];
+        let err = l
+            .lower(&Action::Drag {
+                path,
+                modifiers: Vec::new(),
+            })
+            .unwrap_err();
+        assert!(err.to_string().contains("drag path points"), "{err}");
     }
 }

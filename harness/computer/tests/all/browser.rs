@@ -397,6 +397,13 @@ async fn bad_actions_are_model_visible_and_the_session_goes_on() {
             Some("coordinate (1024, 10) is outside the screen: x must be in 0..=1023 and y in 0..=639"));
         let r = step(&mut c, Vendor::Anthropic, json!({"action": "wait", "duration": 999})).await;
         assert_eq!(r.status, Status::Error);
+        // Oversized calls are refused whole, before anything runs.
+        let clicks = vec![json!({"type": "click", "x": 10, "y": 10}); 101];
+        let r = step(&mut c, Vendor::OpenAi, json!({"type": "computer_call", "call_id": "c", "actions": clicks})).await;
+        assert_eq!(r.status, Status::Error);
+        assert!(r.error.as_deref().unwrap().contains("several calls"), "{r:?}");
+        let r = step(&mut c, Vendor::Anthropic, json!({"action": "type", "text": "x".repeat(20_001)})).await;
+        assert_eq!(r.status, Status::Error);
         ok_step(&mut c, Vendor::Anthropic, json!({"action": "screenshot"})).await;
         assert_eq!(eval(&c, "hits").await, json!([]));
         c.into_backend().close().await.unwrap();
