@@ -19,12 +19,7 @@ fn m(x: f64, y: f64) -> [i64; 2] {
 async fn typing_unicode_newlines_and_key_chords() {
     let server = PageServer::start(None).await;
     with_browser(|browser| async move {
-        let opts = session_opts(
-            Size::new(1280, 800),
-            1.0,
-            fixed(),
-            Some(server.url("/form")),
-        );
+        let opts = page_opts(1.0, server.url("/form"));
         let mut c = computer(&browser, opts, Rules::allow_all()).await;
         ok_step(
             &mut c,
@@ -99,12 +94,7 @@ async fn scroll_moves_the_page_and_the_screenshot_follows() {
     let server = PageServer::start(None).await;
     with_browser(|browser| async move {
         for dpr in [1.0, 2.0] {
-            let opts = session_opts(
-                Size::new(1280, 800),
-                dpr,
-                fixed(),
-                Some(server.url("/long")),
-            );
+            let opts = page_opts(dpr, server.url("/long"));
             let mut c = computer(&browser, opts, Rules::allow_all()).await;
             let r = ok_step(
                 &mut c,
@@ -147,12 +137,7 @@ async fn scroll_moves_the_page_and_the_screenshot_follows() {
 async fn clicks_reach_into_iframes() {
     let server = PageServer::start(None).await;
     with_browser(|browser| async move {
-        let opts = session_opts(
-            Size::new(1280, 800),
-            2.0,
-            fixed(),
-            Some(server.url("/iframe")),
-        );
+        let opts = page_opts(2.0, server.url("/iframe"));
         let mut c = computer(&browser, opts, Rules::allow_all()).await;
         ok_step(
             &mut c,
@@ -170,12 +155,7 @@ async fn clicks_reach_into_iframes() {
 async fn vendor_shapes_drive_the_same_page() {
     let server = PageServer::start(None).await;
     with_browser(|browser| async move {
-        let opts = session_opts(
-            Size::new(1280, 800),
-            1.0,
-            fixed(),
-            Some(server.url("/form")),
-        );
+        let opts = page_opts(1.0, server.url("/form"));
         let mut c = computer(&browser, opts, Rules::allow_all()).await;
         // OpenAI batch: one screenshot for three actions.
         let [x, y] = m(250.0, 120.0);
@@ -239,12 +219,7 @@ async fn vendor_shapes_drive_the_same_page() {
 async fn settle_waits_for_requests_the_action_started() {
     let server = PageServer::start(None).await;
     with_browser(|browser| async move {
-        let opts = session_opts(
-            Size::new(1280, 800),
-            1.0,
-            fixed(),
-            Some(server.url("/slow")),
-        );
+        let opts = page_opts(1.0, server.url("/slow"));
         let mut c = computer(&browser, opts, Rules::allow_all()).await;
         let r = ok_step(
             &mut c,
@@ -293,12 +268,7 @@ async fn file_choosers_get_the_session_uploads_or_are_refused() {
     with_browser(|browser| async move {
         // 1280x800 shown as 1024x640: model = css * 0.8.
         let attach = json!({"action": "left_click", "coordinate": [80, 40]});
-        let opts = session_opts(
-            Size::new(1280, 800),
-            1.0,
-            fixed(),
-            Some(server.url("/upload")),
-        );
+        let opts = page_opts(1.0, server.url("/upload"));
         let mut c = computer(&browser, opts, Rules::allow_all()).await;
         let r = ok_step(&mut c, Vendor::Anthropic, attach.clone()).await;
         let text = r.text.unwrap_or_default();
@@ -309,12 +279,7 @@ async fn file_choosers_get_the_session_uploads_or_are_refused() {
         );
         c.into_backend().close().await.unwrap();
 
-        let mut opts = session_opts(
-            Size::new(1280, 800),
-            1.0,
-            fixed(),
-            Some(server.url("/upload")),
-        );
+        let mut opts = page_opts(1.0, server.url("/upload"));
         opts.uploads = files;
         let mut c = computer(&browser, opts, Rules::allow_all()).await;
         let r = ok_step(&mut c, Vendor::Anthropic, attach).await;
@@ -340,12 +305,7 @@ async fn the_screenshot_shows_what_timers_started_by_the_action_did() {
     let server = PageServer::start(None).await;
     with_browser(|browser| async move {
         for dpr in [1.0, 2.0] {
-            let opts = session_opts(
-                Size::new(1280, 800),
-                dpr,
-                fixed(),
-                Some(server.url("/timers")),
-            );
+            let opts = page_opts(dpr, server.url("/timers"));
             let mut c = computer(&browser, opts, Rules::allow_all()).await;
             let centre = |r| {
                 let shot = Shot::of(r);
@@ -389,7 +349,7 @@ async fn the_screenshot_shows_what_timers_started_by_the_action_did() {
 async fn bad_actions_are_model_visible_and_the_session_goes_on() {
     let server = PageServer::start(None).await;
     with_browser(|browser| async move {
-        let opts = session_opts(Size::new(1280, 800), 1.0, fixed(), Some(server.url("/targets")));
+        let opts = page_opts(1.0, server.url("/targets"));
         let mut c = computer(&browser, opts, Rules::allow_all()).await;
         let r = step(&mut c, Vendor::Anthropic, json!({"action": "left_click", "coordinate": [1024, 10]})).await;
         assert_eq!(r.status, Status::Error);
@@ -415,12 +375,7 @@ async fn bad_actions_are_model_visible_and_the_session_goes_on() {
 async fn the_session_follows_a_popup_like_a_new_tab() {
     let server = PageServer::start(None).await;
     with_browser(|browser| async move {
-        let opts = session_opts(
-            Size::new(1280, 800),
-            2.0,
-            fixed(),
-            Some(server.url("/popup-self")),
-        );
+        let opts = page_opts(2.0, server.url("/popup-self"));
         let mut c = computer(&browser, opts, Rules::allow_all()).await;
         let r = ok_step(
             &mut c,

@@ -5,7 +5,6 @@
 
 use crate::common::*;
 use cordon_computer::Status;
-use cordon_computer::display::Size;
 use cordon_computer::gate::{Decision, ElementClass, Rule, Rules};
 use cordon_protocol::computer::{Vendor, decode};
 use serde_json::json;
@@ -19,12 +18,7 @@ async fn ask_stops_before_acting_and_approve_resumes() {
     let other = PageServer::start(None).await;
     let server = PageServer::start(Some(other.addr)).await;
     with_browser(|browser| async move {
-        let opts = session_opts(
-            Size::new(1280, 800),
-            1.0,
-            fixed(),
-            Some(server.url("/form")),
-        );
+        let opts = page_opts(1.0, server.url("/form"));
         let mut c = computer(&browser, opts, Rules::default()).await;
         // Delete button → ask; nothing happened yet.
         let r = step(
@@ -89,7 +83,7 @@ async fn deny_wins_and_vendor_safety_checks_round_trip() {
         let mut rules = Rules::default();
         rules.rules.push(Rule::new("no-risky", Decision::Deny).element(&[ElementClass::Risky]));
         rules.rules.push(Rule::new("clicks-fine", Decision::Allow).actions(&["click"]));
-        let opts = session_opts(Size::new(1280, 800), 1.0, fixed(), Some(server.url("/form")));
+        let opts = page_opts(1.0, server.url("/form"));
         let mut c = computer(&browser, opts, rules).await;
         let r = step(&mut c, Vendor::Anthropic, json!({"action": "left_click", "coordinate": m(200.0, 360.0)})).await;
         assert_eq!(r.status, Status::Denied);

@@ -5,7 +5,6 @@
 
 use crate::common::*;
 use cordon_computer::Status;
-use cordon_computer::display::Size;
 use cordon_computer::gate::Rules;
 use cordon_computer::origin::{OriginPattern, OriginPolicy};
 use cordon_protocol::computer::Vendor;
@@ -16,7 +15,7 @@ async fn allow_list_blocks_navigation_redirects_popups_and_websockets() {
     let blocked = PageServer::start(None).await;
     let server = PageServer::start(Some(blocked.addr)).await;
     with_browser(|browser| async move {
-        let mut opts = session_opts(Size::new(1280, 800), 1.0, fixed(), Some(server.url("/form")));
+        let mut opts = page_opts(1.0, server.url("/form"));
         opts.policy = allow(&[&server.origin()]);
         let mut c = computer(&browser, opts, Rules::allow_all()).await;
         // typed navigation: refused before anything loads, as a model-visible error
@@ -43,7 +42,7 @@ async fn allow_list_blocks_navigation_redirects_popups_and_websockets() {
 
         // Positive control: allowing the other origin lets the same WebSocket through, so the
         // test above would have seen it.
-        let mut opts = session_opts(Size::new(1280, 800), 1.0, fixed(), Some(server.url("/ws")));
+        let mut opts = page_opts(1.0, server.url("/ws"));
         opts.policy = allow(&[&server.origin(), &blocked.origin()]);
         let c = computer(&browser, opts, Rules::allow_all()).await;
         c.backend().eval(
@@ -59,12 +58,7 @@ async fn block_list_refuses_redirects_popups_and_websockets() {
     let blocked = PageServer::start(None).await;
     let server = PageServer::start(Some(blocked.addr)).await;
     with_browser(|browser| async move {
-        let mut opts = session_opts(
-            Size::new(1280, 800),
-            1.0,
-            fixed(),
-            Some(server.url("/popup")),
-        );
+        let mut opts = page_opts(1.0, server.url("/popup"));
         opts.policy = OriginPolicy::new(
             vec![],
             vec![OriginPattern::parse(&blocked.origin()).unwrap()],
@@ -121,7 +115,7 @@ async fn sessions_share_no_cookies_or_storage() {
     let server = PageServer::start(None).await;
     with_browser(|browser| async move {
         let url = server.url("/cookie");
-        let opts = || session_opts(Size::new(1280, 800), 1.0, fixed(), Some(url.clone()));
+        let opts = || page_opts(1.0, url.clone());
         let mut a = computer(&browser, opts(), Rules::allow_all()).await;
         assert_eq!(eval(&a, "document.title").await, "seen:none:none");
         ok_step(
@@ -144,12 +138,7 @@ async fn downloads_land_in_the_session_directory_only_when_allowed() {
     let server = PageServer::start(None).await;
     let dir = tempfile::tempdir().unwrap();
     with_browser(|browser| async move {
-        let mut opts = session_opts(
-            Size::new(1280, 800),
-            1.0,
-            fixed(),
-            Some(server.url("/targets")),
-        );
+        let mut opts = page_opts(1.0, server.url("/targets"));
         opts.downloads = Some(dir.path().to_owned());
         let mut c = computer(&browser, opts, Rules::allow_all()).await;
         ok_step(

@@ -33,14 +33,7 @@ fn click() -> cordon_protocol::computer::ComputerCall {
 async fn a_killed_browser_fails_its_sessions_and_the_next_session_restarts_it() {
     let server = PageServer::start(None).await;
     with_browser(|browser| async move {
-        let opts = || {
-            session_opts(
-                Size::new(1280, 800),
-                1.0,
-                fixed(),
-                Some(server.url("/targets")),
-            )
-        };
+        let opts = || page_opts(1.0, server.url("/targets"));
         let mut a = computer(&browser, opts(), Rules::allow_all()).await;
         let mut b = computer(&browser, opts(), Rules::allow_all()).await;
         ok_step(&mut a, Vendor::Anthropic, json!({"action": "screenshot"})).await;
@@ -94,12 +87,7 @@ async fn a_hung_browser_is_detected_killed_and_replaced() {
     let mut o = BrowserOptions::default();
     o.request_timeout = Duration::from_secs(2);
     let browser = Browser::launch(o).await.unwrap();
-    let opts = session_opts(
-        Size::new(1280, 800),
-        1.0,
-        fixed(),
-        Some(server.url("/targets")),
-    );
+    let opts = page_opts(1.0, server.url("/targets"));
     let mut a = computer(&browser, opts.clone(), Rules::allow_all()).await;
     ok_step(&mut a, Vendor::Anthropic, json!({"action": "screenshot"})).await;
     let first = browser.pid().unwrap();

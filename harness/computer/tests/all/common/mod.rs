@@ -200,6 +200,11 @@ pub fn fixed() -> DisplaySpec {
     }
 }
 
+/// The usual session: a 1280×800 viewport at `dpr`, shown as 1024×640, opening `url`.
+pub fn page_opts(dpr: f64, url: String) -> SessionOptions {
+    session_opts(Size::new(1280, 800), dpr, fixed(), Some(url))
+}
+
 /// A step's screenshot, decoded.
 pub struct Shot {
     pub size: Size,
