@@ -6,6 +6,7 @@ Everything is bounded: every request and stream has a timeout.
 """
 
 import base64
+import contextlib
 import json
 import sys
 import time
@@ -28,6 +29,17 @@ def check_error(response, status, error_type):
     assert body["type"] == error_type, body
     assert isinstance(body["message"], str) and body["message"], body
     return body
+
+
+@contextlib.contextmanager
+def streamed_execution(http, sandbox, code):
+    """Creates an execution whose response is its event stream: yields (id, events)."""
+    with http.stream(
+        "POST", f"/v1/sandboxes/{sandbox}/executions",
+        json={"code": code}, headers={"Accept": "text/event-stream"},
+    ) as response:
+        assert response.status_code == 200, response.read()
+        yield response.headers["cordon-execution-id"], sse_events(response)
 
 
 def sse_events(response):
@@ -120,13 +132,8 @@ def scenario_basics(base):
         assert events[-1][2]["result"] == 42, events[-1]
     # Streaming response to the create request itself.
     sandbox = create_sandbox(http, "javascript")
-    with http.stream(
-        "POST", f"/v1/sandboxes/{sandbox}/executions",
-        json={"code": "console.log('streamed')"}, headers={"Accept": "text/event-stream"},
-    ) as response:
-        assert response.status_code == 200, response.read()
-        execution = response.headers["cordon-execution-id"]
-        events = list(sse_events(response))
+    with streamed_execution(http, sandbox, "console.log('streamed')") as (execution, stream):
+        events = list(stream)
     assert events[-1][2]["stdout"] == "streamed\n", events
     assert http.get(f"/v1/executions/{execution}").json()["status"] == "completed"
     # OpenAPI is generated and names the resources.
@@ -216,12 +223,7 @@ def scenario_client_tool(base):
         ("javascript", 'console.log("before");\nconst [a, b] = await Promise.all([lookup({key: "a"}), lookup({key: "b"})]);\nconsole.log("after", a.v, b.v);\na.v + b.v'),
     ]:
         sandbox = create_sandbox(http, language, tools=CLIENT_TOOLS)
-        with http.stream(
-            "POST", f"/v1/sandboxes/{sandbox}/executions",
-            json={"code": code}, headers={"Accept": "text/event-stream"},
-        ) as response:
-            execution = response.headers["cordon-execution-id"]
-            stream = sse_events(response)
+        with streamed_execution(http, sandbox, code) as (execution, stream):
             seen = wait_for(stream, "execution.awaiting")
             calls = [data for _, kind, data in seen if kind == "tool.call"]
             assert [c["locus"] for c in calls] == ["client", "client"], calls
@@ -292,12 +294,7 @@ def scenario_approval(base):
     ]:
         for decision, expected in [("approve", {"ok": True}), ("deny", "refused: denied")]:
             sandbox = create_sandbox(http, language, tools=tools)
-            with http.stream(
-                "POST", f"/v1/sandboxes/{sandbox}/executions",
-                json={"code": code}, headers={"Accept": "text/event-stream"},
-            ) as response:
-                execution = response.headers["cordon-execution-id"]
-                stream = sse_events(response)
+            with streamed_execution(http, sandbox, code) as (execution, stream):
                 seen = wait_for(stream, "approval.required")
                 approval = seen[-1][2]
                 assert approval["tool"] == "transfer" and approval["input"] == {"amount": 5}, approval

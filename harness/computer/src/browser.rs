@@ -680,19 +680,29 @@ async fn eval_on(page: Page, expression: String) -> Result<serde_json::Value> {
         .unwrap_or(serde_json::Value::Null))
 }
 
+/// The visual viewport's scroll offset as `[x, y]`, read in the page (see `scroll_offset`).
+macro_rules! scroll_offset_js {
+    () => {
+        "(() => { const v = window.visualViewport; \
+         return v ? [v.pageLeft, v.pageTop] : [window.scrollX, window.scrollY]; })()"
+    };
+}
+
 /// One task turn, so work the input queued (timers at 0, promise chains, navigations) has
 /// started before we look at the network. No animation-frame wait: `captureScreenshot`
 /// produces a fresh frame itself, and waiting for one here as well cost a whole frame
 /// (~14 ms in the bench).
 ///
-/// It resolves to the visual viewport's scroll offset as of that turn (see `scroll_offset`).
-const TASK_TURN_JS: &str = "new Promise(r => setTimeout(() => { const v = window.visualViewport; \
-     r(v ? [v.pageLeft, v.pageTop] : [window.scrollX, window.scrollY]); }, 0))";
+/// It resolves to the scroll offset as of that turn.
+const TASK_TURN_JS: &str = concat!(
+    "new Promise(r => setTimeout(() => r(",
+    scroll_offset_js!(),
+    "), 0))"
+);
 
 /// The same reading without waiting for the page's timers: one round trip, which still
 /// orders after the input (and after every event the page sent before it).
-const PAGE_TURN_JS: &str = "(() => { const v = window.visualViewport; \
-     return v ? [v.pageLeft, v.pageTop] : [window.scrollX, window.scrollY]; })()";
+const PAGE_TURN_JS: &str = scroll_offset_js!();
 
 /// `[x, y]` from the settle turn, if it is a plausible scroll offset (the page could have
 /// replaced `visualViewport`; then `getLayoutMetrics` is asked instead).
