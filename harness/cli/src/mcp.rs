@@ -9,6 +9,8 @@ use anyhow::{Context, bail};
 use cordon_protocol::execution::Language;
 
 use cordon_computer::browser::BrowserOptions;
+use cordon_protocol::tool::Policy;
+use cordon_server::guard::parse_allowed_host;
 use cordon_server::{McpOptions, McpServer};
 
 use crate::run::{LimitArgs, load_tools};
@@ -20,6 +22,10 @@ pub struct McpArgs {
     /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio.
     #[arg(long, value_name = "HOST:PORT")]
     pub http: Option<SocketAddr>,
+    /// With --http: also answer requests that name this server NAME (`Host`, and `Origin`
+    /// of web pages); loopback names and the --http IP are always served (repeatable).
+    #[arg(long = "allow-host", value_name = "NAME", value_parser = parse_allowed_host, requires = "http")]
+    pub allow_host: Vec<String>,
     /// Tools file; its tools are callable from the code (`client` handlers are refused).
     #[arg(long, value_name = "FILE")]
     pub tools: Option<PathBuf>,
@@ -29,6 +35,10 @@ pub struct McpArgs {
     /// `await NAME.tool(...)`; COMMAND runs with `sh -c` (repeatable).
     #[arg(long = "connect", value_name = "NAME=COMMAND")]
     pub connect: Vec<String>,
+    /// Policy of the tools of connection NAME unless a --tools declaration of the same
+    /// name says stricter: allow (default), ask or deny (repeatable).
+    #[arg(long = "connect-policy", value_name = "NAME=POLICY", value_parser = crate::serve::parse_connect_policy)]
+    pub connect_policy: Vec<(String, Policy)>,
     /// Live instances at once (running executions + sessions).
     #[arg(long, default_value_t = 64, value_name = "N")]
     pub max_instances: u32,
@@ -52,7 +62,9 @@ pub struct McpArgs {
 /// `cordon mcp`.
 pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
     let mut registry = load_tools(args.tools.as_deref())?;
-    for connection in crate::serve::connect_all(&args.connect).await? {
+    for connection in
+        crate::serve::connect_with_policies(&args.connect, &args.connect_policy).await?
+    {
         connection.attach(&mut registry)?;
     }
     // stdout is the protocol channel on stdio: progress goes to stderr only.
@@ -84,7 +96,8 @@ pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
     let options = McpOptions::default()
         .browser(browser)
         .computer_rules(rules)
-        .trajectories(args.trajectories);
+        .trajectories(args.trajectories)
+        .allowed_hosts(args.allow_host);
     let server = McpServer::with_options(sandbox, registry, args.limits.limits(), options)?;
     match args.http {
         None => {

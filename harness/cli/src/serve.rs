@@ -8,7 +8,9 @@ use anyhow::{Context, bail};
 use cordon_protocol::execution::Language;
 
 use cordon_computer::browser::BrowserOptions;
+use cordon_protocol::tool::Policy;
 use cordon_server::Connection;
+use cordon_server::guard::parse_allowed_host;
 use cordon_server::http::{DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_COMPUTERS, HttpApi, HttpOptions};
 use cordon_server::store::{Store, default_db_path};
 
@@ -39,6 +41,18 @@ pub struct ServeArgs {
     /// `NAME.tool`. COMMAND runs with `sh -c` (repeatable).
     #[arg(long = "connect", value_name = "NAME=COMMAND")]
     pub connect: Vec<String>,
+    /// Policy of the tools of connection NAME unless a declaration of the same name says
+    /// stricter: allow (default), ask or deny (repeatable).
+    #[arg(long = "connect-policy", value_name = "NAME=POLICY", value_parser = parse_connect_policy)]
+    pub connect_policy: Vec<(String, Policy)>,
+    /// Also answer requests that name this server NAME (`Host`, and `Origin` of web
+    /// pages); loopback names and the --addr IP are always served (repeatable).
+    #[arg(long = "allow-host", value_name = "NAME", value_parser = parse_allowed_host)]
+    pub allow_host: Vec<String>,
+    /// Without --token, still accept sandboxes whose declared tools have `command` or
+    /// `http` handlers (programs and requests run on this host).
+    #[arg(long)]
+    pub allow_host_tools: bool,
     /// Live instances at once (running executions + stateful sandboxes).
     #[arg(long, default_value_t = 256, value_name = "N")]
     pub max_instances: u32,
@@ -121,7 +135,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             .join("trajectories")
     });
     let options = HttpOptions::default()
-        .connections(connect_all(&args.connect).await?)
+        .connections(connect_with_policies(&args.connect, &args.connect_policy).await?)
+        .allowed_hosts(args.allow_host)
+        .allow_host_tools(args.allow_host_tools)
         .token(args.token)
         .max_body_bytes(args.max_body_bytes)
         .browser(browser)
@@ -178,6 +194,57 @@ pub async fn connect_all(specs: &[String]) -> anyhow::Result<Vec<Connection>> {
             connection.tool_names().join(", ")
         );
         connections.push(connection);
+    }
+    Ok(connections)
+}
+
+/// Parses `--connect-policy NAME=allow|ask|deny`.
+pub fn parse_connect_policy(text: &str) -> Result<(String, Policy), String> {
+    let Some((name, policy)) = text.split_once('=') else {
+        return Err(format!(
+            "{text:?}: expected NAME=POLICY, e.g. --connect-policy files=ask"
+        ));
+    };
+    let policy = match policy.trim() {
+        "allow" => Policy::Allow,
+        "ask" => Policy::Ask,
+        "deny" => Policy::Deny,
+        other => {
+            return Err(format!("{other:?}: the policy must be allow, ask or deny"));
+        }
+    };
+    Ok((name.trim().to_owned(), policy))
+}
+
+/// [`connect_all`], then each `--connect-policy NAME=POLICY` becomes the default policy of
+/// connection NAME's tools. A policy naming no `--connect` is an error (checked before
+/// any server starts).
+pub async fn connect_with_policies(
+    specs: &[String],
+    policies: &[(String, Policy)],
+) -> anyhow::Result<Vec<Connection>> {
+    let names: Vec<&str> = specs
+        .iter()
+        .filter_map(|spec| spec.split_once('=').map(|(name, _)| name.trim()))
+        .collect();
+    for (name, _) in policies {
+        if !names.contains(&name.as_str()) {
+            bail!(
+                "--connect-policy {name}=…: there is no --connect {name}=COMMAND \
+                 (connections: {})",
+                if names.is_empty() {
+                    "none".to_owned()
+                } else {
+                    names.join(", ")
+                }
+            );
+        }
+    }
+    let mut connections = connect_all(specs).await?;
+    for (name, policy) in policies {
+        for connection in connections.iter_mut().filter(|c| c.name() == name) {
+            connection.set_default_policy(*policy);
+        }
     }
     Ok(connections)
 }

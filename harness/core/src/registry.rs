@@ -159,6 +159,22 @@ pub enum RegistryError {
         /// What is wrong with it.
         reason: String,
     },
+    /// A declaration named like a tool of a connected MCP server that cannot stand for it:
+    /// such a declaration only sets the connected tool's policy and description.
+    #[error(
+        "{origin}: tool `{name}` is a tool of connected MCP server `{server}`; a declaration of \
+         that name only sets its policy and description, so {reason}"
+    )]
+    ConnectedOverride {
+        /// The server's name (`NAME` of `--connect`).
+        origin: String,
+        /// The tool's name (`NAME.tool`).
+        name: String,
+        /// The server's name.
+        server: String,
+        /// What is wrong with the declaration.
+        reason: String,
+    },
     /// A handler timeout of zero, which would fail every call.
     #[error("{origin}: tools[{index}] `{name}`: handler.timeout_ms must be at least 1")]
     ZeroTimeout {
@@ -253,6 +269,14 @@ impl ToolRegistry {
     /// Adds the tools of a connected server (their handlers are `mcp` ones naming it), each
     /// run by `provider`, and attaches `provider` to tools already declared with an `mcp`
     /// handler for `server`. All or nothing, like [`Self::extend`].
+    ///
+    /// A tool already declared under the name of one of `decls` (a tools-file entry for
+    /// `NAME.tool`) overrides it rather than clashing: it must have the handler
+    /// `{"kind": "mcp", "server": server, "tool": …}` of the tool it names and no
+    /// `input_schema` of its own (or the default `{"type": "object"}`); its `policy` is
+    /// combined with the connection's (the stricter wins) and its `description`, when not
+    /// empty, replaces the server's. The input schema and handler stay the server's.
+    /// Anything else is [`RegistryError::ConnectedOverride`].
     pub fn connect(
         &mut self,
         server: &str,
@@ -261,16 +285,29 @@ impl ToolRegistry {
     ) -> Result<(), RegistryError> {
         // Built on a copy (one `Arc` per tool), so a failure leaves `self` unchanged.
         let mut next = self.clone();
-        next.add(decls, server)?;
+        let mut merged: HashMap<usize, ToolDeclaration> = HashMap::new();
+        let mut fresh = Vec::with_capacity(decls.len());
+        for decl in decls {
+            match next.by_name.get(&decl.name) {
+                Some(&index) => {
+                    let declared = &next.tools[index].declaration;
+                    merged.insert(index, override_connected(declared, decl, server)?);
+                }
+                None => fresh.push(decl),
+            }
+        }
+        next.add(fresh, server)?;
         for (index, tool) in next.tools.iter_mut().enumerate() {
             let serves = matches!(
                 &tool.declaration.handler,
                 HandlerSpec::Mcp { server: name, .. } if name == server
             );
             if serves {
+                let declaration = merged
+                    .remove(&index)
+                    .unwrap_or_else(|| tool.declaration.clone());
                 // Registries cloned earlier share the old `Arc` and keep their view.
-                let mut connected =
-                    RegisteredTool::compile(tool.declaration.clone(), server, index)?;
+                let mut connected = RegisteredTool::compile(declaration, server, index)?;
                 connected.provider = Some(provider.clone());
                 *tool = Arc::new(connected);
             }
@@ -315,6 +352,63 @@ impl ToolRegistry {
         }
         Ok(())
     }
+}
+
+/// A connected server's tool `offered`, with the policy and description of the declaration
+/// `declared` of the same name (see [`ToolRegistry::connect`]).
+fn override_connected(
+    declared: &ToolDeclaration,
+    offered: ToolDeclaration,
+    server: &str,
+) -> Result<ToolDeclaration, RegistryError> {
+    let refuse = |reason: String| RegistryError::ConnectedOverride {
+        origin: server.to_owned(),
+        name: offered.name.clone(),
+        server: server.to_owned(),
+        reason,
+    };
+    let HandlerSpec::Mcp {
+        tool: offered_tool, ..
+    } = &offered.handler
+    else {
+        return Err(refuse(
+            "the connection offered it without an `mcp` handler".to_owned(),
+        ));
+    };
+    let wanted = serde_json::json!({"kind": "mcp", "server": server, "tool": offered_tool});
+    let handler_matches = matches!(
+        &declared.handler,
+        HandlerSpec::Mcp { server: name, tool } if name == server && tool == offered_tool
+    );
+    if !handler_matches {
+        let kind = serde_json::to_value(&declared.handler)
+            .ok()
+            .and_then(|value| value.get("kind").cloned())
+            .unwrap_or(Value::Null);
+        return Err(refuse(format!(
+            "its handler must be {wanted}, not {}",
+            if kind == "mcp" {
+                serde_json::to_value(&declared.handler).unwrap_or(Value::Null)
+            } else {
+                serde_json::json!({"kind": kind})
+            }
+        )));
+    }
+    if declared.input_schema != serde_json::json!({"type": "object"}) {
+        return Err(refuse(
+            "its input_schema comes from the server: leave `input_schema` out".to_owned(),
+        ));
+    }
+    let description = if declared.description.is_empty() {
+        offered.description
+    } else {
+        declared.description.clone()
+    };
+    Ok(ToolDeclaration {
+        description,
+        policy: declared.policy.strictest(offered.policy),
+        ..offered
+    })
 }
 
 impl RegisteredTool {

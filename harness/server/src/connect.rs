@@ -168,6 +168,16 @@ impl Connection {
             .collect()
     }
 
+    /// Makes `policy` the policy of every tool of this connection (`--connect-policy`;
+    /// the automatic one is `allow`). A declaration of the same name in the registry it
+    /// joins can make a tool's policy stricter, never looser (see
+    /// [`ToolRegistry::connect`]).
+    pub fn set_default_policy(&mut self, policy: Policy) {
+        for declaration in &mut self.declarations {
+            declaration.policy = policy;
+        }
+    }
+
     /// Adds this server's tools to `registry`.
     pub fn attach(&self, registry: &mut ToolRegistry) -> Result<(), RegistryError> {
         registry.connect(&self.name, self.declarations.clone(), self.provider.clone())

@@ -39,6 +39,7 @@ use crate::computer::ComputerPool;
 use crate::computers::ComputerHub;
 use crate::connect::Connection;
 use crate::error::ApiError;
+use crate::guard::{HostGuard, guard_requests};
 use crate::hub::{DEFAULT_TTL, Hub, MAX_TTL, spawn_periodic};
 use crate::store::{EventRow, Store, StoreError};
 
@@ -74,6 +75,13 @@ pub struct HttpOptions {
     /// Finished executions, ended sandboxes and closed computer sessions (with their
     /// trajectories) older than this are deleted; `None` keeps everything.
     pub retain: Option<Duration>,
+    /// Host names served besides loopback and the bound address (`--allow-host`), as
+    /// [`crate::guard::parse_allowed_host`] returns them; see [`crate::guard`].
+    pub allowed_hosts: Vec<String>,
+    /// Accept client-declared `command` and `http` tools (programs and requests run on this
+    /// host) even without a token (`--allow-host-tools`). With a token they are always
+    /// accepted.
+    pub allow_host_tools: bool,
 }
 
 impl Default for HttpOptions {
@@ -86,6 +94,8 @@ impl Default for HttpOptions {
             trajectories: None,
             max_computers: DEFAULT_MAX_COMPUTERS,
             retain: Some(DEFAULT_RETAIN),
+            allowed_hosts: Vec::new(),
+            allow_host_tools: false,
         }
     }
 }
@@ -99,6 +109,8 @@ impl HttpOptions {
         trajectories: Option<PathBuf>,
         max_computers: usize,
         retain: Option<Duration>,
+        allowed_hosts: Vec<String>,
+        allow_host_tools: bool,
     }
 }
 
@@ -145,6 +157,9 @@ struct App {
     hub: Arc<Hub>,
     computers: Arc<ComputerHub>,
     token: Option<String>,
+    /// Client-declared `command`/`http` tools are accepted (a token is set, or
+    /// `--allow-host-tools`).
+    host_tools: bool,
 }
 
 impl HttpApi {
@@ -196,13 +211,16 @@ impl HttpApi {
         self.expired_on_start
     }
 
-    /// The routes, ready for [`axum::serve`].
-    pub fn router(&self) -> Router {
+    /// The routes, ready for [`axum::serve`] on a listener bound to `bound` (its IP and
+    /// port are part of the `Host` names accepted; see [`crate::guard`]).
+    pub fn router(&self, bound: std::net::SocketAddr) -> Router {
         let app = Arc::new(App {
             hub: self.hub.clone(),
             computers: self.computers.clone(),
             token: self.options.token.clone(),
+            host_tools: self.options.token.is_some() || self.options.allow_host_tools,
         });
+        let guard = Arc::new(HostGuard::new(bound, &self.options.allowed_hosts));
         Router::new()
             .route("/openapi.json", get(openapi))
             .route("/v1/health", get(health))
@@ -235,6 +253,9 @@ impl HttpApi {
             .method_not_allowed_fallback(method_not_allowed)
             .layer(middleware::from_fn_with_state(app.clone(), authenticate))
             .layer(DefaultBodyLimit::max(self.options.max_body_bytes))
+            // Outermost: a request naming another host or coming from another site's page
+            // is refused before authentication and before its body is read.
+            .layer(middleware::from_fn_with_state(guard, guard_requests))
             .with_state(app)
     }
 
@@ -245,13 +266,14 @@ impl HttpApi {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         use axum::serve::ListenerExt;
+        let router = self.router(listener.local_addr()?);
         // Without TCP_NODELAY, the small writes of an SSE stream wait for the peer's
         // delayed ACK (Nagle): 40 ms per event on Linux.
         let listener = listener.tap_io(|stream| {
             let _ = stream.set_nodelay(true);
         });
         let handle = self.shutdown_handle();
-        let served = axum::serve(listener, self.router())
+        let served = axum::serve(listener, router)
             .with_graceful_shutdown(shutdown)
             .await;
         handle.shutdown().await;
@@ -507,6 +529,9 @@ async fn create_sandbox(
         }
         Some(seconds) => Duration::from_secs(seconds),
     };
+    if !app.host_tools {
+        refuse_host_tools(&body.tools)?;
+    }
     let (id, expires_ms) =
         app.hub
             .create_sandbox(body.language, body.tools, body.limits, body.stateful, ttl)?;
@@ -516,6 +541,34 @@ async fn create_sandbox(
         expires_at: rfc3339(expires_ms),
     };
     Ok(created(location, body))
+}
+
+/// Without a token, anyone who reaches the port could declare a `command` tool and run
+/// programs as this server's user: such declarations need `--allow-host-tools`.
+fn refuse_host_tools(tools: &[cordon_protocol::tool::ToolDeclaration]) -> Result<(), ApiError> {
+    use cordon_protocol::tool::HandlerSpec;
+    let Some((index, tool, kind)) =
+        tools
+            .iter()
+            .enumerate()
+            .find_map(|(index, tool)| match tool.handler {
+                HandlerSpec::Command { .. } => Some((index, tool, "command")),
+                HandlerSpec::Http { .. } => Some((index, tool, "http")),
+                _ => None,
+            })
+    else {
+        return Ok(());
+    };
+    Err(ApiError::invalid_request(
+        "host_tools_refused",
+        format!(
+            "tools[{index}] `{}` has a `{kind}` handler, which runs on this server's host; \
+             a server started without --token accepts such tools only when started with \
+             --allow-host-tools (or start it with --token, so only holders of the token can \
+             declare them). Tools whose handler is `client`, `static` or `mcp` need neither",
+            tool.name
+        ),
+    ))
 }
 
 fn created(location: String, body: impl serde::Serialize) -> Response {

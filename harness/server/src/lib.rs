@@ -8,6 +8,8 @@
 //! - [`mcp`]: an MCP server (`cordon mcp`, stdio or Streamable HTTP) with an
 //!   `execute_code` tool and the computer tools `computer_open`, `computer`,
 //!   `computer_close`.
+//! - [`guard`]: the Host/Origin check both HTTP listeners run before anything else
+//!   (DNS-rebinding and cross-site protection).
 //! - [`computer`]: what both servers share for computer use: one lazily started Chromium
 //!   and the thread its sessions run on.
 //!
@@ -45,6 +47,7 @@ pub mod computer;
 mod computers;
 pub mod connect;
 pub mod error;
+pub mod guard;
 pub mod http;
 mod hub;
 pub mod store;

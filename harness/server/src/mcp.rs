@@ -43,6 +43,7 @@ use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
 use crate::computer::ComputerPool;
+use crate::guard::{HostGuard, guard_requests};
 use computer::{ComputerTable, ComputerTools};
 
 /// Sessions kept at once; the oldest is dropped beyond this (each holds an instance).
@@ -97,6 +98,8 @@ struct Inner {
     computer_rules: Option<Value>,
     /// Where computer sessions record their trajectories (`None`: not recorded).
     trajectories: Option<PathBuf>,
+    /// Host names Streamable HTTP serves besides loopback and the bound address.
+    allowed_hosts: Vec<String>,
 }
 
 /// Options of the MCP server beyond the sandbox.
@@ -112,6 +115,9 @@ pub struct McpOptions {
     /// Each computer session records its trajectory (JSONL + screenshots, replayable with
     /// `cordon replay`) in `<dir>/<id>`; `None`: not recorded.
     pub trajectories: Option<PathBuf>,
+    /// Host names Streamable HTTP serves besides loopback and the bound address
+    /// (`--allow-host`), as [`crate::guard::parse_allowed_host`] returns them.
+    pub allowed_hosts: Vec<String>,
 }
 
 impl Default for McpOptions {
@@ -120,6 +126,7 @@ impl Default for McpOptions {
             browser: Some(BrowserOptions::default()),
             computer_rules: None,
             trajectories: None,
+            allowed_hosts: Vec::new(),
         }
     }
 }
@@ -129,6 +136,7 @@ impl McpOptions {
         browser: Option<BrowserOptions>,
         computer_rules: Option<Value>,
         trajectories: Option<PathBuf>,
+        allowed_hosts: Vec<String>,
     }
 }
 
@@ -196,6 +204,7 @@ impl McpServer {
                 pool,
                 computer_rules: options.computer_rules,
                 trajectories: options.trajectories,
+                allowed_hosts: options.allowed_hosts,
             }),
             sessions: Arc::default(),
             computers,
@@ -682,23 +691,24 @@ impl McpServer {
         Ok(())
     }
 
-    /// The Streamable HTTP endpoint as an axum router serving `/mcp`. Only `Host` headers
-    /// naming loopback are accepted (DNS-rebinding protection) unless `allowed_hosts`
-    /// lists others.
+    /// The Streamable HTTP endpoint as an axum router serving `/mcp`. `guard` judges the
+    /// `Host` and `Origin` of every request first (DNS-rebinding and cross-site
+    /// protection, as the MCP transport spec requires); refusals are `403` with a JSON
+    /// body `{"type", "message"}`.
     pub fn streamable_http_router(
         self,
-        allowed_hosts: Vec<String>,
+        guard: HostGuard,
         cancel: tokio_util::sync::CancellationToken,
     ) -> axum::Router {
         use rmcp::transport::StreamableHttpServerConfig;
         use rmcp::transport::streamable_http_server::StreamableHttpService;
         use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-        let mut config = StreamableHttpServerConfig::default().with_cancellation_token(cancel);
-        if !allowed_hosts.is_empty() {
-            let mut hosts = config.allowed_hosts.clone();
-            hosts.extend(allowed_hosts);
-            config = config.with_allowed_hosts(hosts);
-        }
+        // `guard` is the one judge of Host and Origin (the same code as `cordon serve`'s):
+        // rmcp's own, narrower host list would refuse the names `--allow-host` adds.
+        let config = StreamableHttpServerConfig::default()
+            .with_cancellation_token(cancel)
+            .disable_allowed_hosts()
+            .disable_allowed_origins();
         let service = StreamableHttpService::new(
             move || Ok(self.with_own_sessions()),
             Arc::new(LocalSessionManager::default()),
@@ -707,6 +717,10 @@ impl McpServer {
         axum::Router::new()
             .nest_service("/mcp", service)
             .layer(axum::middleware::from_fn(terminated_is_no_content))
+            .layer(axum::middleware::from_fn_with_state(
+                Arc::new(guard),
+                guard_requests,
+            ))
     }
 
     /// Serves Streamable HTTP at `/mcp` on `listener` until `shutdown` resolves.
@@ -717,7 +731,8 @@ impl McpServer {
     ) -> Result<(), McpServeError> {
         let cancel = tokio_util::sync::CancellationToken::new();
         let this = self.clone();
-        let router = self.streamable_http_router(Vec::new(), cancel.clone());
+        let guard = HostGuard::new(listener.local_addr()?, &self.inner.allowed_hosts);
+        let router = self.streamable_http_router(guard, cancel.clone());
         use axum::serve::ListenerExt;
         // Small SSE writes must not wait for delayed ACKs (Nagle).
         let listener = listener.tap_io(|stream| {

@@ -319,3 +319,120 @@ fn mcp_streamable_http_with_the_official_python_sdk() {
     let url = format!("{}/mcp", server.url);
     python("mcp_client.py", &["http", &url]);
 }
+
+// --- network edges: Host/Origin guard, host tools without a token, connected tools' policy
+
+fn edges(server: &Server, scenario: &str, args: &[&str]) {
+    let mut all = vec![scenario, server.url.as_str()];
+    all.extend_from_slice(args);
+    python("network_edges.py", &all);
+}
+
+fn calc_connection() -> String {
+    format!(
+        "calc=python3 {}",
+        e2e("mcp_tools_server.py").to_str().unwrap()
+    )
+}
+
+#[test]
+fn serve_refuses_foreign_hosts_and_origins_on_every_route() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::serve(&dir.path().join("cordon.db"), &[]);
+    edges(&server, "guard", &[]);
+}
+
+#[test]
+fn serve_allow_host_serves_that_name_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::serve(
+        &dir.path().join("cordon.db"),
+        &["--allow-host", "cordon.internal"],
+    );
+    edges(&server, "allow_host", &["cordon.internal"]);
+}
+
+#[test]
+fn serve_without_token_refuses_command_and_http_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::serve(&dir.path().join("cordon.db"), &[]);
+    edges(&server, "host_tools_refused", &[]);
+}
+
+#[test]
+fn serve_accepts_command_tools_with_allow_host_tools_or_a_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::serve(&dir.path().join("a.db"), &["--allow-host-tools"]);
+    edges(&server, "host_tools_accepted", &[]);
+    drop(server);
+    let server = Server::serve(&dir.path().join("b.db"), &["--token", "s3cret"]);
+    edges(&server, "host_tools_accepted", &["s3cret"]);
+}
+
+#[test]
+fn serve_connect_policy_asks_and_declarations_only_tighten_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let connect = calc_connection();
+    let server = Server::serve(
+        &dir.path().join("cordon.db"),
+        &["--connect", &connect, "--connect-policy", "calc=ask"],
+    );
+    edges(&server, "connect_policy", &[]);
+}
+
+#[test]
+fn mcp_streamable_http_refuses_foreign_origins_and_hosts() {
+    let server = Server::start(&["mcp", "--http", "127.0.0.1:0", "--no-computer"]);
+    let url = format!("{}/mcp", server.url);
+    python("network_edges.py", &["mcp_guard", &url]);
+}
+
+#[test]
+fn run_tools_file_sets_the_policy_of_a_connected_tool() {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = dir.path().join("tools.json");
+    std::fs::write(
+        &tools,
+        r#"{"tools": [{"name": "calc.add", "policy": "deny",
+            "handler": {"kind": "mcp", "server": "calc", "tool": "add"}}]}"#,
+    )
+    .unwrap();
+    let connect = calc_connection();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cordon"))
+        .args(["run", "--json", "--connect", &connect, "--tools"])
+        .arg(&tools)
+        .arg("-")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(
+            b"import tools\ntry:\n    r = await calc.add(a=1, b=2)\nexcept tools.ToolError as e:\n    r = e.kind\nr",
+        )
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(result["status"], "completed", "{result}");
+    assert_eq!(result["result"], "denied", "{result}");
+}
+
+#[test]
+fn connect_policy_must_name_a_connection() {
+    let output = Command::new(env!("CARGO_BIN_EXE_cordon"))
+        .args(["mcp", "--connect-policy", "calc=ask", "--no-computer"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("--connect-policy calc") && stderr.contains("no --connect calc"),
+        "{stderr}"
+    );
+}

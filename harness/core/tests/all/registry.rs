@@ -372,3 +372,123 @@ fn files_are_read_and_missing_files_reported() {
     assert!(matches!(error, RegistryError::Read { .. }), "{error:?}");
     assert!(error.to_string().contains("missing.json"), "{error}");
 }
+
+#[derive(Debug)]
+struct NoProvider;
+
+impl cordon_core::ToolProvider for NoProvider {
+    fn call<'a>(
+        &'a self,
+        _tool: &'a str,
+        _input: &'a serde_json::Value,
+    ) -> futures::future::BoxFuture<'a, Result<serde_json::Value, String>> {
+        Box::pin(async { Err("not called in these tests".to_owned()) })
+    }
+}
+
+/// What a connection offers: `calc.add` with the server's schema, policy `policy`.
+fn offered(policy: Policy) -> Vec<ToolDeclaration> {
+    vec![ToolDeclaration {
+        name: "calc.add".into(),
+        description: "Adds two integers.".into(),
+        input_schema: json!({"type": "object", "required": ["a", "b"]}),
+        policy,
+        handler: HandlerSpec::Mcp {
+            server: "calc".into(),
+            tool: "add".into(),
+        },
+    }]
+}
+
+fn connect(registry: &mut ToolRegistry, policy: Policy) -> Result<(), RegistryError> {
+    registry.connect("calc", offered(policy), std::sync::Arc::new(NoProvider))
+}
+
+#[test]
+fn a_declaration_of_a_connected_tool_sets_its_policy_and_description() {
+    let mut registry = load_tools(json!([
+        {"name": "calc.add", "policy": "ask", "description": "Adds; ask first.",
+         "handler": {"kind": "mcp", "server": "calc", "tool": "add"}},
+        {"name": "other", "handler": {"kind": "static", "result": 1}}
+    ]))
+    .unwrap();
+    connect(&mut registry, Policy::Allow).unwrap();
+    assert_eq!(registry.names(), vec!["calc.add", "other"]);
+    let tool = registry.get("calc.add").unwrap();
+    assert_eq!(tool.declaration.policy, Policy::Ask);
+    assert_eq!(tool.declaration.description, "Adds; ask first.");
+    // The schema is the server's: a call without `b` is refused before it leaves.
+    assert_eq!(
+        tool.declaration.input_schema,
+        json!({"type": "object", "required": ["a", "b"]})
+    );
+    assert!(tool.validate_input(&json!({"a": 1})).is_err());
+}
+
+#[test]
+fn the_stricter_of_connection_default_and_declaration_wins() {
+    for (declared, default, effective) in [
+        ("allow", Policy::Ask, Policy::Ask),
+        ("deny", Policy::Ask, Policy::Deny),
+        ("ask", Policy::Deny, Policy::Deny),
+        ("allow", Policy::Allow, Policy::Allow),
+    ] {
+        let mut registry = load_tools(json!([
+            {"name": "calc.add", "policy": declared,
+             "handler": {"kind": "mcp", "server": "calc", "tool": "add"}}
+        ]))
+        .unwrap();
+        connect(&mut registry, default).unwrap();
+        let tool = registry.get("calc.add").unwrap();
+        assert_eq!(
+            tool.declaration.policy, effective,
+            "{declared} + {default:?}"
+        );
+        // An empty description keeps the server's.
+        assert_eq!(tool.declaration.description, "Adds two integers.");
+    }
+}
+
+#[test]
+fn a_declaration_that_cannot_stand_for_a_connected_tool_is_refused() {
+    for (tools, needle) in [
+        (
+            json!([{"name": "calc.add", "handler": {"kind": "static", "result": 1}}]),
+            "{\"kind\":\"static\"}",
+        ),
+        (
+            json!([{"name": "calc.add", "handler": {"kind": "command", "argv": ["true"]}}]),
+            "{\"kind\":\"command\"}",
+        ),
+        (
+            json!([{"name": "calc.add", "handler": {"kind": "mcp", "server": "calc", "tool": "sub"}}]),
+            "\"tool\":\"sub\"",
+        ),
+        (
+            json!([{"name": "calc.add", "handler": {"kind": "mcp", "server": "files", "tool": "add"}}]),
+            "\"server\":\"files\"",
+        ),
+        (
+            json!([{"name": "calc.add", "input_schema": {"type": "object", "properties": {}},
+                    "handler": {"kind": "mcp", "server": "calc", "tool": "add"}}]),
+            "input_schema",
+        ),
+    ] {
+        let mut registry = load_tools(tools.clone()).unwrap();
+        let before = registry.get("calc.add").unwrap().declaration.clone();
+        let error = connect(&mut registry, Policy::Allow).unwrap_err();
+        let RegistryError::ConnectedOverride { name, server, .. } = &error else {
+            panic!("{tools}: {error:?}")
+        };
+        assert_eq!((name.as_str(), server.as_str()), ("calc.add", "calc"));
+        let message = error.to_string();
+        assert!(message.contains(needle), "{message}");
+        assert!(
+            message.contains(r#"{"kind":"mcp","server":"calc","tool":"add"}"#)
+                || needle == "input_schema",
+            "{message}"
+        );
+        // All or nothing: the registry is unchanged.
+        assert_eq!(registry.get("calc.add").unwrap().declaration, before);
+    }
+}
