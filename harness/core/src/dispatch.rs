@@ -17,6 +17,14 @@
 //! 4. If any client calls run: one `execution.awaiting` listing their ids and deadline.
 //! 5. A `tool.result` for each running call as it finishes (host and client calls run
 //!    concurrently, so these may come in any order).
+//!
+//! # Bounds
+//!
+//! Host calls of one batch run at most [`DEFAULT_HOST_CONCURRENCY`] at a time (set with
+//! [`Dispatcher::with_host_concurrency`]); client calls all go out at once, since the
+//! caller runs them. A result larger than [`CallContext::max_payload_bytes`] — from any
+//! handler, a connected server or the client — reaches neither the guest nor the events:
+//! the call fails with a message starting `payload_too_large`.
 
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
@@ -29,13 +37,14 @@ use cordon_protocol::execution::{
     Caller, ClientToolResult, Decision, ExecutionEvent, Limits, ToolCallRecord,
 };
 use cordon_protocol::tool::{Locus, Policy};
+use futures::StreamExt;
 use futures::future::join_all;
 use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::oneshot;
 
 use crate::broker::{ApprovalRequest, ApproveListed, Approver, ClientCallBroker};
-use crate::handlers::{HostOutput, HttpClient, run_host};
+use crate::handlers::{HostOutput, HttpClient, payload_too_large, run_host};
 use crate::registry::{RegisteredTool, ToolRegistry, truncate_chars};
 
 /// Tool names listed in an `unknown_tool` message.
@@ -43,6 +52,10 @@ const LISTED_TOOL_NAMES: usize = 20;
 /// Characters of an unknown tool's name kept in messages and records: the name comes from
 /// guest code and may be arbitrarily long.
 const MAX_ECHOED_NAME_CHARS: usize = 200;
+/// Host calls of one batch that run at once, unless [`Dispatcher::with_host_concurrency`]
+/// says otherwise: enough to overlap slow I/O, few enough that a guest batching 1,000
+/// calls does not start 1,000 processes or connections at once.
+pub const DEFAULT_HOST_CONCURRENCY: usize = 8;
 
 /// Where execution events go. Sending never fails the execution: a caller that stopped
 /// listening just stops receiving.
@@ -102,11 +115,15 @@ pub struct CallContext {
     pub approver: Arc<dyn Approver>,
     /// How long one batch waits for client results.
     pub client_tool_timeout: Duration,
+    /// Largest result of one call, in bytes of JSON (`max_payload_bytes`): handlers stop
+    /// being read past it, and bigger results fail with `payload_too_large`.
+    pub max_payload_bytes: u64,
 }
 
 impl CallContext {
     /// A context with no event listener, a fresh broker, an approver that refuses every
-    /// `ask` call, and the default client-tool timeout. Fields are public to override.
+    /// `ask` call, and the default client-tool timeout and payload limit. Fields are
+    /// public to override.
     pub fn new(execution_id: impl Into<String>) -> Self {
         CallContext {
             execution_id: execution_id.into(),
@@ -114,6 +131,7 @@ impl CallContext {
             client_calls: ClientCallBroker::default(),
             approver: Arc::new(ApproveListed::default()),
             client_tool_timeout: Duration::from_millis(Limits::default().client_tool_timeout_ms),
+            max_payload_bytes: Limits::default().max_payload_bytes,
         }
     }
 }
@@ -137,6 +155,7 @@ pub struct DispatchedCall {
 pub struct Dispatcher {
     registry: Arc<ToolRegistry>,
     http: HttpClient,
+    host_concurrency: usize,
 }
 
 /// One call while its batch is in flight.
@@ -163,7 +182,15 @@ impl Dispatcher {
         Dispatcher {
             registry,
             http: HttpClient::new(),
+            host_concurrency: DEFAULT_HOST_CONCURRENCY,
         }
+    }
+
+    /// Sets how many host calls of one batch run at once (at least 1; default
+    /// [`DEFAULT_HOST_CONCURRENCY`]).
+    pub fn with_host_concurrency(mut self, limit: usize) -> Self {
+        self.host_concurrency = limit.max(1);
+        self
     }
 
     /// The tools this dispatcher serves.
@@ -263,11 +290,20 @@ impl Dispatcher {
         }
 
         let slots_ref = &slots;
-        let host_runs = join_all(host.into_iter().map(|(index, tool)| async move {
-            let slot = &slots_ref[index];
-            let outcome = run_host(tool, &slot.input, &self.http).await;
-            (index, emit_result(ctx, slot, outcome))
-        }));
+        let max_payload = usize::try_from(ctx.max_payload_bytes).unwrap_or(usize::MAX);
+        // Built as a Vec first: a lazy `map` inside the stream trips rustc's inference of
+        // `Send` for the borrowing closures (rust-lang/rust#64552).
+        let host_calls: Vec<_> = host
+            .into_iter()
+            .map(|(index, tool)| async move {
+                let slot = &slots_ref[index];
+                let outcome = run_host(tool, &slot.input, &self.http, max_payload).await;
+                (index, emit_result(ctx, slot, outcome))
+            })
+            .collect();
+        let host_runs = futures::stream::iter(host_calls)
+            .buffer_unordered(self.host_concurrency)
+            .collect::<Vec<_>>();
         let client_wait = async {
             if client.is_empty() {
                 return (Vec::new(), Duration::ZERO);
@@ -389,12 +425,23 @@ fn finish(ctx: &CallContext, slot: &mut Slot<'_>, outcome: Result<HostOutput, To
 }
 
 /// Sends the call's `tool.result` and turns the outcome into what the guest receives.
+/// A result over the payload limit becomes a failure here, before anything sees it.
 fn emit_result(
     ctx: &CallContext,
     slot: &Slot<'_>,
     outcome: Result<HostOutput, ToolFailure>,
 ) -> (CallResult, u64) {
     let duration_us = u64::try_from(slot.started.elapsed().as_micros()).unwrap_or(u64::MAX);
+    let outcome = match outcome {
+        Ok((_, text)) if text.len() as u64 > ctx.max_payload_bytes => {
+            let max = usize::try_from(ctx.max_payload_bytes).unwrap_or(usize::MAX);
+            Err(payload_too_large(
+                &format!("the result of `{}`", slot.name),
+                max,
+            ))
+        }
+        outcome => outcome,
+    };
     match outcome {
         Ok((output, text)) => {
             ctx.events.emit_with(|| ExecutionEvent::ToolResult {

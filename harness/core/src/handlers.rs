@@ -4,7 +4,13 @@
 //!
 //! Every failure becomes a [`ToolFailure`] the guest (and the model) can read: handler
 //! problems are tool results, never host errors.
+//!
+//! Containment: output is read only up to the payload limit (the process is then stopped);
+//! a `command` starts with an empty environment in its own process group, and the whole
+//! group is killed when the call ends, however it ends; `http` errors never repeat the
+//! URL's credentials or query.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::Arc;
@@ -17,9 +23,16 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 use crate::registry::{RegisteredTool, truncate_chars};
 
-/// Most bytes read from a handler's stdout or response body. The sandbox's payload limit
-/// is usually far lower; this only stops a runaway handler from exhausting host memory.
+/// Most bytes read from a handler's stdout or response body, whatever the payload limit
+/// says: a backstop for callers that set `max_payload_bytes` absurdly high.
 pub(crate) const MAX_HANDLER_OUTPUT: usize = 64 * 1024 * 1024;
+/// `PATH` of a `command` handler whose declaration sets none: the system directories, so
+/// `argv: ["python3", ...]` works without handing the program Cordon's own `PATH`.
+pub const DEFAULT_COMMAND_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+/// Start of the message of a call whose result exceeded `max_payload_bytes`. The guest's
+/// `ToolError.kind` is `tool_failed` (the bridge ABI has no kind of its own for it yet);
+/// the message names the cause first so code and models can tell.
+pub const PAYLOAD_TOO_LARGE: &str = "payload_too_large";
 /// Bytes of stderr (or an error body) quoted in a failure message.
 const ERROR_TAIL_BYTES: usize = 2048;
 /// Characters of non-JSON output quoted in a failure message.
@@ -50,6 +63,14 @@ fn failed(message: String) -> ToolFailure {
     }
 }
 
+/// The failure of a call whose result is over the payload limit.
+pub(crate) fn payload_too_large(what: &str, max: usize) -> ToolFailure {
+    failed(format!(
+        "{PAYLOAD_TOO_LARGE}: {what} is larger than the {max}-byte payload limit \
+         (max_payload_bytes); ask for less"
+    ))
+}
+
 fn timed_out(message: String) -> ToolFailure {
     ToolFailure {
         kind: ToolErrorKind::Timeout,
@@ -57,12 +78,15 @@ fn timed_out(message: String) -> ToolFailure {
     }
 }
 
-/// Runs one host call. `input` has passed schema and policy checks.
+/// Runs one host call. `input` has passed schema and policy checks; `max_payload` bounds
+/// what is read from a handler.
 pub(crate) async fn run_host(
     tool: &RegisteredTool,
     input: &Value,
     http: &HttpClient,
+    max_payload: usize,
 ) -> Result<HostOutput, ToolFailure> {
+    let cap = max_payload.min(MAX_HANDLER_OUTPUT);
     match &tool.declaration.handler {
         HandlerSpec::Static { result } => {
             let text = match tool.static_text() {
@@ -71,8 +95,16 @@ pub(crate) async fn run_host(
             };
             Ok((result.clone(), text))
         }
-        HandlerSpec::Command { argv, timeout_ms } => run_command(argv, *timeout_ms, input).await,
-        HandlerSpec::Http { url, timeout_ms } => run_http(http, url, *timeout_ms, input).await,
+        HandlerSpec::Command {
+            argv,
+            timeout_ms,
+            env,
+            inherit_env,
+        } => {
+            let env = command_env(env, inherit_env);
+            run_command(argv, &env, *timeout_ms, input, cap).await
+        }
+        HandlerSpec::Http { url, timeout_ms } => run_http(http, url, *timeout_ms, input, cap).await,
         HandlerSpec::Client {} => Err(failed(format!(
             "`{}` is a client tool and cannot run on the host",
             tool.name()
@@ -110,10 +142,46 @@ fn program_name(program: &str) -> String {
         .unwrap_or_else(|| program.to_owned())
 }
 
+/// The whole environment of a `command` handler: `inherit_env` names taken from Cordon's
+/// own environment (when set), then `env`, then the default `PATH` if neither set one.
+fn command_env(env: &BTreeMap<String, String>, inherit: &[String]) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for name in inherit {
+        if let Some(value) = std::env::var_os(name) {
+            out.insert(name.clone(), value.to_string_lossy().into_owned());
+        }
+    }
+    out.extend(
+        env.iter()
+            .map(|(name, value)| (name.clone(), value.clone())),
+    );
+    out.entry("PATH".to_owned())
+        .or_insert_with(|| DEFAULT_COMMAND_PATH.to_owned());
+    out
+}
+
+/// Kills a handler's process group when dropped: on every way a call ends (result,
+/// timeout, payload limit, the execution cancelled or dropped). Children the program
+/// started in the background die with it.
+struct GroupKiller(Option<rustix::process::Pid>);
+
+impl Drop for GroupKiller {
+    fn drop(&mut self) {
+        if let Some(group) = self.0 {
+            // ESRCH (the group already gone) is the normal case after a clean exit. The
+            // group id cannot be reused while a member lives, and the leader is reaped
+            // only after this runs on the error paths.
+            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+        }
+    }
+}
+
 async fn run_command(
     argv: &[String],
+    env: &BTreeMap<String, String>,
     timeout_ms: u64,
     input: &Value,
+    cap: usize,
 ) -> Result<HostOutput, ToolFailure> {
     let Some((program, args)) = argv.split_first() else {
         return Err(failed("command handler has an empty argv".into()));
@@ -121,13 +189,25 @@ async fn run_command(
     let shown = program_name(program);
     let mut child = tokio::process::Command::new(program)
         .args(args)
+        .env_clear()
+        .envs(env)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        // Its own process group, so the whole tree can be killed at once.
+        .process_group(0)
         // Dropping the child (timeout, or the execution being cancelled) kills it.
         .kill_on_drop(true)
         .spawn()
         .map_err(|error| failed(format!("cannot start `{shown}`: {error}")))?;
+    // Declared after `child`, so dropped before it: the group dies before the leader is
+    // reaped (which would free its pid, and so the group id, for reuse).
+    let _group = GroupKiller(
+        child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .and_then(rustix::process::Pid::from_raw),
+    );
     let stdin = child.stdin.take();
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
@@ -146,13 +226,9 @@ async fn run_command(
         };
         let read_out = async {
             match stdout {
-                Some(stdout) => read_capped(stdout, MAX_HANDLER_OUTPUT)
-                    .await
-                    .map_err(|too_big| {
-                        failed(format!(
-                            "`{shown}` printed more than {too_big} bytes on stdout"
-                        ))
-                    }),
+                Some(stdout) => read_capped(stdout, cap).await.map_err(|too_big| {
+                    payload_too_large(&format!("the output of `{shown}` (stopped)"), too_big)
+                }),
                 None => Ok(Vec::new()),
             }
         };
@@ -252,35 +328,65 @@ async fn run_http(
     url: &str,
     timeout_ms: u64,
     input: &Value,
+    cap: usize,
+) -> Result<HostOutput, ToolFailure> {
+    let secrets = UrlSecrets::of(url);
+    run_http_exchange(http, url, timeout_ms, input, cap)
+        .await
+        .map_err(|mut failure| {
+            failure.message = secrets.redact(&failure.message);
+            failure
+        })
+}
+
+async fn run_http_exchange(
+    http: &HttpClient,
+    url: &str,
+    timeout_ms: u64,
+    input: &Value,
+    cap: usize,
 ) -> Result<HostOutput, ToolFailure> {
     let client = http
         .0
         .as_ref()
         .map_err(|error| failed(format!("the HTTP client is unavailable: {error}")))?;
     let exchange = async {
-        let mut response = client
-            .post(url)
-            .json(input)
-            .send()
-            .await
-            .map_err(|error| failed(format!("request failed: {}", error_chain(&error))))?;
+        let mut response = client.post(url).json(input).send().await.map_err(|error| {
+            failed(format!(
+                "request failed: {}",
+                error_chain(&error.without_url())
+            ))
+        })?;
         let status = response.status();
         let mut body = Vec::new();
+        let mut read = 0usize;
         loop {
             match response.chunk().await {
                 Ok(Some(chunk)) => {
-                    if body.len() + chunk.len() > MAX_HANDLER_OUTPUT {
-                        return Err(failed(format!(
-                            "response body is larger than {MAX_HANDLER_OUTPUT} bytes"
-                        )));
+                    read = read.saturating_add(chunk.len());
+                    if status.is_success() {
+                        if read > cap {
+                            // Dropping the response closes the connection mid-body.
+                            return Err(payload_too_large("the response body", cap));
+                        }
+                        body.extend_from_slice(&chunk);
+                    } else {
+                        // Only the tail of an error body is quoted: keep that much, and
+                        // stop reading one that is over the payload limit.
+                        body.extend_from_slice(&chunk);
+                        if body.len() > 2 * ERROR_TAIL_BYTES {
+                            body.drain(..body.len() - ERROR_TAIL_BYTES);
+                        }
+                        if read > cap {
+                            break;
+                        }
                     }
-                    body.extend_from_slice(&chunk);
                 }
                 Ok(None) => break,
                 Err(error) => {
                     return Err(failed(format!(
                         "reading the response failed: {}",
-                        error_chain(&error)
+                        error_chain(&error.without_url())
                     )));
                 }
             }
@@ -303,6 +409,56 @@ async fn run_http(
             status.as_u16()
         ))
     })
+}
+
+/// The parts of an `http` handler's URL that must not reach a guest or the store: the
+/// userinfo and the query. Errors are built without the URL, and anything that still
+/// quotes these parts (a server echoing its request, a library's message) is scrubbed.
+struct UrlSecrets(Vec<(String, String)>);
+
+impl UrlSecrets {
+    fn of(url: &str) -> Self {
+        let mut secrets = Vec::new();
+        let Ok(parsed) = url::Url::parse(url) else {
+            // The registry only accepts URLs that parse; never echo one that does not.
+            return UrlSecrets(vec![(url.to_owned(), "[redacted URL]".to_owned())]);
+        };
+        let mut shown = parsed.clone();
+        // Cannot fail for http(s) URLs, which are the only ones the registry accepts.
+        let _ = shown.set_username("");
+        let _ = shown.set_password(None);
+        shown.set_query(None);
+        shown.set_fragment(None);
+        let shown = shown.to_string();
+        secrets.push((url.to_owned(), shown.clone()));
+        secrets.push((parsed.to_string(), shown));
+        let redacted = || "[redacted]".to_owned();
+        if let Some(query) = parsed.query() {
+            secrets.push((query.to_owned(), redacted()));
+        }
+        if let Some(password) = parsed.password() {
+            secrets.push((password.to_owned(), redacted()));
+        }
+        if !parsed.username().is_empty() {
+            secrets.push((format!("{}:", parsed.username()), redacted()));
+            secrets.push((format!("{}@", parsed.username()), redacted()));
+        }
+        // Longest first, so a whole URL is replaced before its parts are; very short
+        // parts would redact ordinary words and are left alone.
+        secrets.retain(|(secret, _)| secret.len() >= 4);
+        secrets.sort_by_key(|(secret, _)| std::cmp::Reverse(secret.len()));
+        UrlSecrets(secrets)
+    }
+
+    fn redact(&self, message: &str) -> String {
+        let mut text = message.to_owned();
+        for (secret, replacement) in &self.0 {
+            if text.contains(secret.as_str()) {
+                text = text.replace(secret.as_str(), replacement);
+            }
+        }
+        text
+    }
 }
 
 /// An error and its causes on one line: reqwest's top-level message alone ("error sending

@@ -48,6 +48,7 @@ pub use broker::{
     UnknownApproval,
 };
 pub use dispatch::{CallContext, DispatchedCall, Dispatcher, EventSink};
+pub use handlers::{DEFAULT_COMMAND_PATH, PAYLOAD_TOO_LARGE};
 pub use provider::ToolProvider;
 pub use registry::{RegisteredTool, RegistryError, ToolRegistry};
 

@@ -52,7 +52,9 @@ pub struct Limits {
     /// Elapsed time, in milliseconds, not counting time suspended on client tools (those
     /// waits are bounded by `client_tool_timeout_ms` instead).
     pub wall_ms: u64,
-    /// stdout + stderr + the final value, in bytes.
+    /// Everything the result carries, in bytes: stdout + stderr + the final value, the
+    /// error's message and traceback, and the inputs recorded in `tool_calls`. What does
+    /// not fit is cut and the result says `truncated`.
     pub max_output_bytes: u64,
     /// Tool calls per execution.
     pub max_tool_calls: u64,
@@ -175,7 +177,8 @@ pub struct ToolCallRecord {
     pub id: String,
     /// Tool name.
     pub name: String,
-    /// Input as the guest sent it (`null` when it was not valid JSON).
+    /// Input as the guest sent it (`null` when it was not valid JSON, or when it did not
+    /// fit in `max_output_bytes`; the result then says `truncated`).
     pub input: Value,
     /// Whether the guest received an error for it.
     pub is_error: bool,
@@ -223,6 +226,14 @@ pub struct ExecutionResult {
     pub tool_calls: Vec<ToolCallRecord>,
     /// Resources used.
     pub usage: Usage,
+    /// Whether something was cut to fit `max_output_bytes`: stdout or stderr, the error's
+    /// message or traceback, or tool-call inputs (recorded as `null`). Absent when false.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub truncated: bool,
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 /// Which output stream a delta belongs to.
@@ -392,8 +403,15 @@ mod tests {
             }),
             tool_calls: vec![],
             usage: Usage::default(),
+            truncated: false,
         };
         let value = serde_json::to_value(&result).unwrap();
+        assert!(value.get("truncated").is_none(), "absent when false");
+        let old: ExecutionResult = serde_json::from_value(value.clone()).unwrap();
+        assert!(
+            !old.truncated,
+            "results without the field read as not truncated"
+        );
         assert_eq!(value["status"], "limit_exceeded");
         assert_eq!(value["limit"], "tool_calls");
         assert_eq!(value["error"]["type"], "LimitExceeded");

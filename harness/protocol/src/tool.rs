@@ -1,5 +1,7 @@
 //! Tool declarations: what a tool is called, what it accepts, who may call it, what runs it.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -72,12 +74,23 @@ pub enum HandlerSpec {
     },
     /// Runs `argv` on the host, outside the sandbox: JSON input on stdin, JSON result on
     /// stdout. A non-zero exit is a tool error carrying stderr.
+    ///
+    /// The program starts with an empty environment plus `env`, the variables named in
+    /// `inherit_env`, and `PATH=/usr/local/bin:/usr/bin:/bin` unless either sets `PATH`.
+    /// It runs in its own process group, which is killed when the call ends.
     Command {
         /// Program and arguments; no shell is involved.
         argv: Vec<String>,
         /// Kill the program after this long.
         #[serde(default = "default_command_timeout_ms")]
         timeout_ms: u64,
+        /// Environment variables to set, `NAME: value`.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        env: BTreeMap<String, String>,
+        /// Names of Cordon's own environment variables to pass through when set (e.g.
+        /// `HOME`, `LANG`); `env` wins over them.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        inherit_env: Vec<String>,
     },
     /// POSTs the JSON input to `url`; the JSON response body is the result.
     Http {

@@ -12,6 +12,7 @@ use cordon_protocol::execution::{
 use serde_json::Value;
 use wasmtime::{Instance, Store, Trap, UpdateDeadline};
 
+use crate::bound;
 use crate::host::{self, HostState, MemoryGuard, RunState};
 use crate::image::GuestImage;
 use crate::meter::{CpuMetered, Meter, Stop};
@@ -155,6 +156,7 @@ async fn run(live: &mut LiveInstance, job: &Job) -> (ExecutionResult, bool) {
         client_calls: job.control.client_calls.clone(),
         approver: job.approver.clone(),
         client_tool_timeout: Duration::from_millis(limits.client_tool_timeout_ms),
+        max_payload_bytes: limits.max_payload_bytes,
     };
     live.store.data_mut().run = Some(RunState {
         inbox: frame,
@@ -162,6 +164,8 @@ async fn run(live: &mut LiveInstance, job: &Job) -> (ExecutionResult, bool) {
         call_context: Arc::new(call_context),
         limits,
         tool_calls: Vec::new(),
+        recorded_input_bytes: 0,
+        inputs_truncated: false,
         outcome: None,
     });
     job.events.emit(ExecutionEvent::Started {
@@ -174,8 +178,8 @@ async fn run(live: &mut LiveInstance, job: &Job) -> (ExecutionResult, bool) {
     let state = live.store.data_mut();
     let run = state.run.take();
     let memory = std::mem::take(&mut state.memory);
-    let (tool_calls, outcome) = run
-        .map(|run| (run.tool_calls, run.outcome))
+    let (tool_calls, inputs_truncated, outcome) = run
+        .map(|run| (run.tool_calls, run.inputs_truncated, run.outcome))
         .unwrap_or_default();
     let wall_ms = u64::try_from(meter.started().elapsed().as_millis()).unwrap_or(u64::MAX);
     let usage = Usage {
@@ -189,14 +193,12 @@ async fn run(live: &mut LiveInstance, job: &Job) -> (ExecutionResult, bool) {
     let total = output.total();
     (result.stdout, result.stderr) = output.take();
     drop(output);
+    let mut truncated = inputs_truncated || total > limits.max_output_bytes;
     // The final value is output too: a huge result must not slip past the output limit.
-    let result_size = match &result.result {
-        Value::Null => 0,
-        Value::String(text) => text.len() as u64,
-        value => value.to_string().len() as u64,
-    };
+    let result_size = bound::value_len(&result.result) as u64;
     if result.status == ExecutionStatus::Completed && total + result_size > limits.max_output_bytes
     {
+        truncated = true;
         result.status = ExecutionStatus::LimitExceeded;
         result.limit = Some(LimitKind::Output);
         result.result = Value::Null;
@@ -212,6 +214,9 @@ async fn run(live: &mut LiveInstance, job: &Job) -> (ExecutionResult, bool) {
     }
     result.tool_calls = tool_calls;
     result.usage = usage;
+    // Error text and tool inputs share what is left of the budget.
+    truncated |= bound::fit_to_output_limit(&mut result, limits.max_output_bytes);
+    result.truncated = truncated;
     (result, healthy)
 }
 
@@ -381,6 +386,7 @@ fn empty_result(status: ExecutionStatus) -> ExecutionResult {
         error: None,
         tool_calls: Vec::new(),
         usage: Usage::default(),
+        truncated: false,
     }
 }
 

@@ -14,6 +14,7 @@ use wasmtime_wasi::WasiCtxBuilder;
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p1::WasiP1Ctx;
 
+use crate::bound;
 use crate::meter::{Meter, Stop};
 
 /// Everything a guest instance's store holds.
@@ -33,6 +34,11 @@ pub(crate) struct RunState {
     pub(crate) call_context: Arc<CallContext>,
     pub(crate) limits: Limits,
     pub(crate) tool_calls: Vec<ToolCallRecord>,
+    /// Bytes of JSON of the inputs kept in `tool_calls`; past `max_output_bytes` further
+    /// inputs are recorded as `null` (they were in their `tool.call` events already).
+    pub(crate) recorded_input_bytes: u64,
+    /// Whether an input was dropped for that reason.
+    pub(crate) inputs_truncated: bool,
     pub(crate) outcome: Option<Outcome>,
 }
 
@@ -217,7 +223,8 @@ fn admit(state: &mut HostState, calls: &[(String, String)]) -> wasmtime::Result<
     Ok(())
 }
 
-/// Dispatches a batch through `cordon-core`, enforcing the payload limit on results.
+/// Dispatches a batch through `cordon-core` (which enforces the payload limit on results:
+/// an oversized one fails that call with `payload_too_large`).
 async fn dispatch(
     caller: &mut Caller<'_, HostState>,
     calls: Vec<(String, String)>,
@@ -225,13 +232,9 @@ async fn dispatch(
     admit(caller.data_mut(), &calls)?;
     let meter = caller.data().meter.clone();
     meter.output().flush();
-    let (dispatcher, context, max_payload) = {
+    let (dispatcher, context) = {
         let run = caller.data_mut().run()?;
-        (
-            run.dispatcher.clone(),
-            run.call_context.clone(),
-            run.limits.max_payload_bytes,
-        )
+        (run.dispatcher.clone(), run.call_context.clone())
     };
     let waits = calls.iter().any(|(name, _)| {
         dispatcher.registry().get(name).is_some_and(|tool| {
@@ -247,24 +250,19 @@ async fn dispatch(
         meter.resume();
     }
     let mut results = Vec::with_capacity(dispatched.len());
-    let mut oversized = None;
-    {
-        let run = caller.data_mut().run()?;
-        for call in dispatched {
-            if let Ok(json) = &call.result
-                && json.len() as u64 > max_payload
-            {
-                oversized.get_or_insert_with(|| (call.record.name.clone(), json.len()));
-            }
-            run.tool_calls.push(call.record);
-            results.push(call.result);
+    let run = caller.data_mut().run()?;
+    for mut call in dispatched {
+        // Up to max_tool_calls inputs of max_payload_bytes each would otherwise be held
+        // until the end, only to be cut from the result there.
+        let size = bound::json_len(&call.record.input) as u64;
+        if run.recorded_input_bytes.saturating_add(size) > run.limits.max_output_bytes {
+            call.record.input = serde_json::Value::Null;
+            run.inputs_truncated = true;
+        } else {
+            run.recorded_input_bytes += size;
         }
-    }
-    if let Some((name, size)) = oversized {
-        return Err(stop(meter.record_stop(Stop::limit(
-            LimitKind::Payload,
-            format!("result of {name} is {size} bytes, over the {max_payload}-byte payload limit"),
-        ))));
+        run.tool_calls.push(call.record);
+        results.push(call.result);
     }
     Ok(results)
 }

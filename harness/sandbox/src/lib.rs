@@ -25,6 +25,7 @@
 //! # Ok(()) }
 //! ```
 
+mod bound;
 mod driver;
 mod host;
 mod image;

@@ -771,6 +771,7 @@ mod tests {
             }),
             tool_calls: vec![],
             usage: Usage::default(),
+            truncated: false,
         };
         let tool = tool_result(&result, false);
         assert_eq!(tool.is_error, Some(true));

@@ -1170,6 +1170,7 @@ fn expired_result(events: &[ExecutionEvent], reason: &str) -> ExecutionResult {
         }),
         tool_calls: calls,
         usage: Usage::default(),
+        truncated: false,
     }
 }
 

@@ -6,6 +6,7 @@
 mod common;
 
 mod batch;
+mod bounds;
 mod client;
 mod handlers;
 mod policy;

@@ -82,6 +82,48 @@ async fn output_flood_hits_the_output_limit() {
     let result = python_limited("while True:\n    print('x' * 100)", limits).await;
     hit(&result, LimitKind::Output);
     assert!(result.stdout.len() <= 10_000);
+    assert!(result.truncated);
+}
+
+/// Bytes of `result` as `cordon run --json` prints it and events carry it.
+fn json_size(result: &ExecutionResult) -> usize {
+    serde_json::to_string(result).unwrap().len()
+}
+
+#[tokio::test]
+async fn a_huge_exception_is_cut_to_about_the_output_limit() {
+    // RustPython holds the 30 M characters in 120 MB, and formats the traceback besides.
+    let limits = Limits {
+        max_output_bytes: 100_000,
+        memory_bytes: 1 << 30,
+        ..Limits::default()
+    };
+    let result = python_limited("raise ValueError('x' * 30_000_000)", limits).await;
+    raised(&result, "ValueError");
+    assert!(result.truncated, "{:?}", result.error);
+    assert!(json_size(&result) < 110_000, "{} bytes", json_size(&result));
+    assert!(result.error.as_ref().unwrap().message.starts_with("xxx"));
+
+    let result = js("throw new Error('x'.repeat(30e6))", no_tools(), limits).await;
+    assert_eq!(result.status, ExecutionStatus::Error, "{:?}", result.error);
+    assert!(result.truncated);
+    assert!(json_size(&result) < 110_000, "{} bytes", json_size(&result));
+}
+
+#[tokio::test]
+async fn recorded_tool_inputs_share_the_output_limit() {
+    let tools = tools(json!([static_tool("ping", json!(1))]));
+    let limits = Limits {
+        max_output_bytes: 20_000,
+        ..Limits::default()
+    };
+    let code = "for n in range(50):\n    tools.call('ping', {'data': 'x' * 5000})\n'done'";
+    let result = completed(start(code, tools, limits).await.wait().await);
+    assert_eq!(result.tool_calls.len(), 50);
+    assert!(result.truncated);
+    assert!(!result.tool_calls[0].input.is_null());
+    assert!(result.tool_calls[49].input.is_null());
+    assert!(json_size(&result) < 30_000, "{} bytes", json_size(&result));
 }
 
 #[tokio::test]
@@ -110,7 +152,7 @@ async fn tool_call_loop_hits_the_tool_call_limit() {
 }
 
 #[tokio::test]
-async fn oversized_tool_input_and_result_hit_the_payload_limit() {
+async fn oversized_tool_input_hits_the_payload_limit_and_a_result_fails_the_call() {
     let tools = tools(json!([static_tool("ping", json!("y".repeat(5000)))]));
     let limits = Limits {
         max_payload_bytes: 1_000,
@@ -126,12 +168,14 @@ async fn oversized_tool_input_and_result_hit_the_payload_limit() {
     .await;
     hit(&result, LimitKind::Payload);
     assert!(result.error.as_ref().unwrap().message.contains("input"));
-    let result = start("tools.call('ping', {})", tools, limits)
-        .await
-        .wait()
-        .await;
-    hit(&result, LimitKind::Payload);
-    assert!(result.error.as_ref().unwrap().message.contains("result"));
+    // An oversized result is the call's failure, which the code can catch.
+    let code = "try:\n    tools.call('ping', {})\nexcept ToolError as error:\n    r = [error.kind, str(error)]\nr";
+    let result = completed(start(code, tools, limits).await.wait().await);
+    assert_eq!(result.result[0], "tool_failed");
+    let message = result.result[1].as_str().unwrap();
+    assert!(message.contains("payload_too_large"), "{message}");
+    assert!(!message.contains("yyyy"), "{message}");
+    assert!(result.tool_calls[0].is_error);
 }
 
 #[tokio::test]
