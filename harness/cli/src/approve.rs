@@ -1,5 +1,10 @@
 //! Approvals for `ask` tools on the command line: ask on the terminal, or approve only the
 //! tools named with `--approve`.
+//!
+//! Calls awaited together (`asyncio.gather`, `Promise.all`) ask together; the prompts are
+//! asked one at a time, each naming its call id, so answers cannot be mixed up, and what
+//! the guest or a connected server chose to write is shown with its control characters
+//! escaped.
 
 use std::collections::HashSet;
 use std::io::{BufRead, Write};
@@ -9,10 +14,47 @@ use cordon_core::broker::{ApprovalRequest, ApproveListed, Approver};
 use cordon_protocol::execution::Decision;
 use futures::future::BoxFuture;
 
-/// Asks on `/dev/tty` for tools not pre-approved.
-#[derive(Debug)]
+use crate::run::escape_controls;
+
+/// Asks one question and reads the answer (blocking).
+type Prompt = Arc<dyn Fn(&str) -> Decision + Send + Sync>;
+
+/// Asks on `/dev/tty` for tools not pre-approved, one question at a time.
 struct TerminalApprover {
     approved: HashSet<String>,
+    prompt: Prompt,
+    /// Held while a question is on the terminal.
+    asking: tokio::sync::Mutex<()>,
+}
+
+impl std::fmt::Debug for TerminalApprover {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TerminalApprover")
+            .field("approved", &self.approved)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TerminalApprover {
+    fn new(approved: Vec<String>, prompt: Prompt) -> Self {
+        TerminalApprover {
+            approved: approved.into_iter().collect(),
+            prompt,
+            asking: tokio::sync::Mutex::new(()),
+        }
+    }
+}
+
+/// The question for one request; every part a guest or a server chose is escaped.
+fn question(request: &ApprovalRequest) -> String {
+    format!(
+        "cordon: call {} to tool `{}` needs approval ({}).\n  input: {}\nallow {}? [y/N] ",
+        escape_controls(&request.call_id),
+        escape_controls(&request.tool),
+        escape_controls(&request.reason),
+        escape_controls(&request.input.to_string()),
+        escape_controls(&request.call_id),
+    )
 }
 
 impl Approver for TerminalApprover {
@@ -21,12 +63,11 @@ impl Approver for TerminalApprover {
             if self.approved.contains(&request.tool) {
                 return Decision::Approve;
             }
-            let question = format!(
-                "cordon: tool `{}` needs approval ({}).\n  input: {}\nallow? [y/N] ",
-                request.tool, request.reason, request.input
-            );
+            let question = question(request);
+            let _turn = self.asking.lock().await;
+            let prompt = self.prompt.clone();
             // Reading the terminal blocks; keep it off the runtime's workers.
-            tokio::task::spawn_blocking(move || ask(&question))
+            tokio::task::spawn_blocking(move || prompt(&question))
                 .await
                 .unwrap_or(Decision::Deny)
         })
@@ -65,10 +106,61 @@ fn ask(question: &str) -> Decision {
 /// The approver for a command-line run.
 pub fn for_terminal(approved: Vec<String>, interactive: bool) -> Arc<dyn Approver> {
     if interactive && std::fs::File::open("/dev/tty").is_ok() {
-        Arc::new(TerminalApprover {
-            approved: approved.into_iter().collect(),
-        })
+        Arc::new(TerminalApprover::new(approved, Arc::new(ask)))
     } else {
         Arc::new(ApproveListed::new(approved))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    use super::*;
+    use serde_json::json;
+
+    fn request(n: usize) -> ApprovalRequest {
+        ApprovalRequest {
+            approval_id: format!("approval_{n}"),
+            call_id: format!("call_{n}"),
+            tool: "email".into(),
+            input: json!({"to": "\u{1b}]0;title\u{7}"}),
+            reason: "tool `email` has policy `ask`".into(),
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn a_batch_of_asks_is_prompted_one_at_a_time_with_call_ids() {
+        let on_screen = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let prompt: Prompt = {
+            let (on_screen, most, asked) = (on_screen.clone(), most.clone(), asked.clone());
+            Arc::new(move |question: &str| {
+                let now = on_screen.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(now, Ordering::SeqCst);
+                asked.lock().unwrap().push(question.to_owned());
+                // A person reading the question: long enough for others to overlap.
+                std::thread::sleep(Duration::from_millis(20));
+                on_screen.fetch_sub(1, Ordering::SeqCst);
+                Decision::Approve
+            })
+        };
+        let approver = TerminalApprover::new(vec![], prompt);
+        let requests: Vec<ApprovalRequest> = (0..6).map(request).collect();
+        let decisions =
+            futures::future::join_all(requests.iter().map(|r| approver.decide(r))).await;
+        assert!(decisions.iter().all(|d| *d == Decision::Approve));
+        assert_eq!(most.load(Ordering::SeqCst), 1, "prompts overlapped");
+        let asked = asked.lock().unwrap();
+        assert_eq!(asked.len(), 6);
+        for n in 0..6 {
+            let id = format!("call_{n}");
+            let question = asked.iter().find(|q| q.contains(&id)).expect("asked");
+            assert!(question.contains(&format!("allow {id}?")), "{question}");
+            assert!(!question.contains('\u{1b}'), "escaped: {question}");
+        }
     }
 }

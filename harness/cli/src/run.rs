@@ -1,5 +1,10 @@
 //! `cordon run`: one program, streamed output or one JSON result, meaningful exit codes.
+//!
+//! Guest output is untrusted: written to a terminal, its control characters are shown as
+//! escapes ([`escape_controls`]) so code cannot move the cursor, retitle the window, hide
+//! text or write to the clipboard. Pipes and files get the bytes as printed.
 
+use std::borrow::Cow;
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -163,6 +168,7 @@ pub async fn execute_and_report(
 ) -> anyhow::Result<ExitCode> {
     let mut execution = sandbox.execute(request);
     let control = execution.control();
+    let terminal = Terminals::detect();
     let mut result = None;
     loop {
         tokio::select! {
@@ -170,8 +176,11 @@ pub async fn execute_and_report(
                 Some(ExecutionEvent::OutputDelta { stream, text }) if !json => {
                     // Best effort: a closed pipe must not stop the program.
                     let _ = match stream {
-                        Stream::Stdout => std::io::stdout().write_all(text.as_bytes()).and_then(|()| std::io::stdout().flush()),
-                        Stream::Stderr => std::io::stderr().write_all(text.as_bytes()),
+                        Stream::Stdout => {
+                            let text = terminal.stdout(&text);
+                            std::io::stdout().write_all(text.as_bytes()).and_then(|()| std::io::stdout().flush())
+                        }
+                        Stream::Stderr => std::io::stderr().write_all(terminal.stderr(&text).as_bytes()),
                     };
                 }
                 Some(ExecutionEvent::Completed(done)) => {
@@ -191,7 +200,7 @@ pub async fn execute_and_report(
     if json {
         println!("{}", serde_json::to_string_pretty(&result)?);
     } else {
-        report_human(&result);
+        report_human(&result, terminal);
     }
     Ok(ExitCode::from(exit_code(&result)))
 }
@@ -205,10 +214,73 @@ fn exit_code(result: &ExecutionResult) -> u8 {
     }
 }
 
-fn report_human(result: &ExecutionResult) {
+/// Which of stdout and stderr are terminals, and the text to write to each.
+#[derive(Debug, Clone, Copy)]
+struct Terminals {
+    stdout: bool,
+    stderr: bool,
+}
+
+impl Terminals {
+    fn detect() -> Self {
+        Terminals {
+            stdout: std::io::stdout().is_terminal(),
+            stderr: std::io::stderr().is_terminal(),
+        }
+    }
+
+    fn stdout<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        if self.stdout {
+            escape_controls(text)
+        } else {
+            Cow::Borrowed(text)
+        }
+    }
+
+    fn stderr<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        if self.stderr {
+            escape_controls(text)
+        } else {
+            Cow::Borrowed(text)
+        }
+    }
+}
+
+/// Whether a terminal would act on `c` instead of showing it: C0 controls but newline and
+/// tab (ESC starts CSI/OSC sequences, CR overwrites a line), DEL, C1 controls (U+009B is a
+/// one-character CSI), and the bidirectional overrides that reorder what is shown.
+fn is_terminal_control(c: char) -> bool {
+    matches!(c, '\0'..='\x08' | '\x0b'..='\x1f' | '\x7f'..='\u{9f}')
+        || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `text` with every character a terminal would act on shown as a visible escape: `\x1b`
+/// for C0 controls and DEL, `\u{9b}` for C1 and bidirectional controls. Newlines and tabs
+/// stay as they are.
+pub fn escape_controls(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(is_terminal_control) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if !is_terminal_control(c) {
+            out.push(c);
+        } else if c <= '\x7f' {
+            out.push_str(&format!("\\x{:02x}", u32::from(c)));
+        } else {
+            out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+        }
+    }
+    Cow::Owned(out)
+}
+
+fn report_human(result: &ExecutionResult, terminal: Terminals) {
     match result.result_encoding {
-        Some(ResultEncoding::Json) => println!("{}", result.result),
-        Some(ResultEncoding::Repr) => println!("{}", result.result.as_str().unwrap_or_default()),
+        Some(ResultEncoding::Json) => println!("{}", terminal.stdout(&result.result.to_string())),
+        Some(ResultEncoding::Repr) => println!(
+            "{}",
+            terminal.stdout(result.result.as_str().unwrap_or_default())
+        ),
         None => {}
     }
     if let Some(error) = &result.error {
@@ -219,19 +291,30 @@ fn report_human(result: &ExecutionResult) {
                 let _ = writeln!(
                     stderr,
                     "cordon: limit exceeded ({limit}): {}",
-                    error.message
+                    terminal.stderr(&error.message)
                 );
             }
             _ if !error.traceback.is_empty() => {
-                let _ = write!(stderr, "{}", error.traceback);
+                let _ = write!(stderr, "{}", terminal.stderr(&error.traceback));
                 if !error.traceback.ends_with('\n') {
                     let _ = writeln!(stderr);
                 }
             }
             _ => {
-                let _ = writeln!(stderr, "{}: {}", error.error_type, error.message);
+                let _ = writeln!(
+                    stderr,
+                    "{}: {}",
+                    terminal.stderr(&error.error_type),
+                    terminal.stderr(&error.message)
+                );
             }
         }
+    }
+    if result.truncated {
+        let _ = writeln!(
+            std::io::stderr(),
+            "cordon: output was cut to fit max_output_bytes"
+        );
     }
 }
 
@@ -250,4 +333,28 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .limits(args.limits.limits())
         .approver(approver);
     execute_and_report(&sandbox, request, args.json).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_sequences_are_shown_not_run() {
+        assert_eq!(escape_controls("plain\ttext\nok"), "plain\ttext\nok");
+        assert!(matches!(escape_controls("plain"), Cow::Borrowed(_)));
+        // CSI (clear screen), OSC (window title, clipboard), CR, BEL, DEL.
+        assert_eq!(escape_controls("\x1b[2J"), "\\x1b[2J");
+        assert_eq!(
+            escape_controls("\x1b]0;owned\x07\x1b]52;c;aGk=\x1b\\"),
+            "\\x1b]0;owned\\x07\\x1b]52;c;aGk=\\x1b\\"
+        );
+        assert_eq!(escape_controls("ok\rfake"), "ok\\x0dfake");
+        assert_eq!(escape_controls("\0\x7f"), "\\x00\\x7f");
+        // C1: a one-character CSI; bidirectional override.
+        assert_eq!(escape_controls("\u{9b}31m"), "\\u{9b}31m");
+        assert_eq!(escape_controls("abc\u{202e}fed"), "abc\\u{202e}fed");
+        // Printable non-ASCII stays.
+        assert_eq!(escape_controls("héllo €"), "héllo €");
+    }
 }

@@ -4,8 +4,21 @@
 //! Cache key: the guest module's hash, the engine's compatibility hash (wasmtime version and
 //! every setting that affects compiled code) and [`RECIPE`]. A changed guest, wasmtime or
 //! configuration therefore never loads a stale artifact.
+//!
+//! Integrity: wasmtime runs a `.cwasm` as the machine code it contains, so a cached file
+//! is loaded only if its tag — HMAC-SHA256 under a per-cache secret key (`cache.key`,
+//! 0600), written beside it at compile time — matches. A file that fails is deleted and
+//! the image recompiled. The directory is kept 0700 and must belong to this user; one
+//! that belongs to someone else is not used at all (images are then compiled in memory).
+//! Hashing the Python image costs about 75 ms, so a verified file also gets a stamp: a
+//! tag of its inode, size, mtime and ctime. Any write changes the ctime, which nobody
+//! but root can set back, so while the stamp matches the file is loaded without
+//! rehashing it.
 
+use std::fs::{DirBuilder, File, OpenOptions};
 use std::hash::{Hash, Hasher};
+use std::io::{Read, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -21,6 +34,9 @@ use crate::host::HostState;
 
 /// Bump when the way images are made changes (snapshot steps, exports used).
 const RECIPE: &str = "cordon-image-v1";
+/// The cache's secret key for image tags.
+const KEY_FILE: &str = "cache.key";
+const KEY_LEN: usize = 32;
 
 /// The guest modules built for wasm32-wasip1 by the build script (empty when not built).
 fn embedded(language: Language) -> &'static [u8] {
@@ -86,10 +102,46 @@ pub(crate) async fn load(
         });
     }
     let key = cache_key(engine, wasm);
+    let cache_dir = cache_dir.filter(|dir| match secure_dir(dir) {
+        Ok(()) => true,
+        Err(reason) => {
+            progress(&format!(
+                "not using the image cache {}: {reason}",
+                dir.display()
+            ));
+            false
+        }
+    });
     let cached = cache_dir.map(|dir| dir.join(format!("{}-{key}.cwasm", language.as_str())));
     // Several processes may start at once on a new machine; one builds, the others wait.
     let _guard = cached.as_deref().and_then(lock_cache);
-    let module = match cached.as_deref().and_then(|path| deserialize(engine, path)) {
+    // Under the lock: the first process makes the key, the others read it.
+    let tag_key = match cache_dir.map(tag_key).transpose() {
+        Ok(tag_key) => tag_key,
+        Err(reason) => {
+            progress(&format!("not using the image cache: {reason}"));
+            None
+        }
+    };
+    let cached = cached.filter(|_| tag_key.is_some());
+    let verified = match (cached.as_deref(), &tag_key) {
+        (Some(path), Some(tag_key)) => match verify(path, tag_key) {
+            Verified::Intact => deserialize(engine, path),
+            Verified::Missing => None,
+            Verified::Failed(reason) => {
+                progress(&format!(
+                    "the cached {} image failed its integrity check ({reason}); discarding it",
+                    language.as_str()
+                ));
+                let _ = std::fs::remove_file(path);
+                let _ = std::fs::remove_file(tag_path(path));
+                let _ = std::fs::remove_file(stamp_path(path));
+                None
+            }
+        },
+        _ => None,
+    };
+    let module = match verified {
         Some(module) => module,
         None => {
             progress(&format!(
@@ -106,9 +158,15 @@ pub(crate) async fn load(
             .map_err(|error| {
                 SandboxError::Image(format!("compiling the snapshot failed: {error:#}"))
             })?;
-            let written = cached
-                .as_deref()
-                .and_then(|path| write_atomically(path, &compiled).ok());
+            let written = match (cached.as_deref(), &tag_key) {
+                (Some(path), Some(tag_key)) => write_atomically(path, &compiled)
+                    .and_then(|()| {
+                        let tag = hex::encode(hmac_sha256(tag_key, &compiled));
+                        write_atomically(&tag_path(path), tag.as_bytes())
+                    })
+                    .ok(),
+                _ => None,
+            };
             match written
                 .and_then(|()| cached.as_deref().and_then(|path| deserialize(engine, path)))
             {
@@ -144,13 +202,186 @@ fn check_exports(module: &Module) -> Result<(), SandboxError> {
     reason = "loading precompiled code we compiled and wrote ourselves"
 )]
 fn deserialize(engine: &Engine, path: &Path) -> Option<Module> {
-    if !path.exists() {
-        return None;
-    }
-    // SAFETY: the file was produced by `Engine::precompile_module` of an engine with the
-    // same compatibility hash (it is in the file name) and written atomically by us; wasmtime
-    // still checks its header and version before using it.
+    // SAFETY: the caller verified the file's tag: it is what `Engine::precompile_module`
+    // of an engine with the same compatibility hash (it is in the file name) produced
+    // and we wrote, in a 0700 directory of this user; wasmtime still checks its header
+    // and version before using it.
     unsafe { Module::deserialize_file(engine, path) }.ok()
+}
+
+/// Makes `dir` (0700) or checks an existing one: it must be a directory of this user;
+/// group or other permissions on it are removed.
+fn secure_dir(dir: &Path) -> Result<(), String> {
+    DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|error| format!("cannot create it: {error}"))?;
+    let meta = std::fs::metadata(dir).map_err(|error| error.to_string())?;
+    if !meta.is_dir() {
+        return Err("not a directory".into());
+    }
+    let me = rustix::process::getuid().as_raw();
+    if meta.uid() != me {
+        return Err(format!(
+            "it belongs to uid {}, not to this user (uid {me})",
+            meta.uid()
+        ));
+    }
+    if meta.mode() & 0o077 != 0 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(|error| format!("cannot make it private (0700): {error}"))?;
+    }
+    Ok(())
+}
+
+/// The cache's tag key: read from [`KEY_FILE`], or made when there is none. A key file
+/// others could read, or not of this user, or malformed, is replaced — every tag made
+/// with it then fails and the images are recompiled.
+fn tag_key(dir: &Path) -> Result<[u8; KEY_LEN], String> {
+    let path = dir.join(KEY_FILE);
+    let me = rustix::process::getuid().as_raw();
+    if let Ok(meta) = std::fs::symlink_metadata(&path) {
+        let private = meta.is_file() && meta.uid() == me && meta.mode() & 0o077 == 0;
+        if private && meta.len() == KEY_LEN as u64 {
+            let mut key = [0u8; KEY_LEN];
+            File::open(&path)
+                .and_then(|mut file| file.read_exact(&mut key))
+                .map_err(|error| format!("cannot read {KEY_FILE}: {error}"))?;
+            return Ok(key);
+        }
+        std::fs::remove_file(&path)
+            .map_err(|error| format!("cannot replace {KEY_FILE}: {error}"))?;
+    }
+    let mut key = [0u8; KEY_LEN];
+    File::open("/dev/urandom")
+        .and_then(|mut random| random.read_exact(&mut key))
+        .map_err(|error| format!("no randomness for a cache key: {error}"))?;
+    write_atomically(&path, &key).map_err(|error| format!("cannot write {KEY_FILE}: {error}"))?;
+    Ok(key)
+}
+
+fn tag_path(cwasm: &Path) -> PathBuf {
+    let mut name = cwasm.as_os_str().to_owned();
+    name.push(".tag");
+    PathBuf::from(name)
+}
+
+fn stamp_path(cwasm: &Path) -> PathBuf {
+    let mut name = cwasm.as_os_str().to_owned();
+    name.push(".stamp");
+    PathBuf::from(name)
+}
+
+/// The stamp of a verified image: its tag bound to the file's identity and change times.
+fn stamp(key: &[u8; KEY_LEN], meta: &std::fs::Metadata, tag: &str) -> String {
+    let identity = format!(
+        "cordon-stamp-v1 {} {} {} {}.{} {}.{} {tag}",
+        meta.dev(),
+        meta.ino(),
+        meta.size(),
+        meta.mtime(),
+        meta.mtime_nsec(),
+        meta.ctime(),
+        meta.ctime_nsec()
+    );
+    hex::encode(hmac_sha256(key, identity.as_bytes()))
+}
+
+enum Verified {
+    Intact,
+    Missing,
+    Failed(String),
+}
+
+/// Checks a cached image against its tag; makes a readable-by-others file private first.
+fn verify(path: &Path, key: &[u8; KEY_LEN]) -> Verified {
+    let Ok(mut file) = File::open(path) else {
+        return Verified::Missing;
+    };
+    let Ok(meta) = file.metadata() else {
+        return Verified::Failed("cannot stat it".into());
+    };
+    if meta.uid() != rustix::process::getuid().as_raw() {
+        return Verified::Failed(format!("it belongs to uid {}", meta.uid()));
+    }
+    if meta.mode() & 0o077 != 0 {
+        let _ = file.set_permissions(std::fs::Permissions::from_mode(0o600));
+    }
+    let Ok(tag) = std::fs::read_to_string(tag_path(path)) else {
+        return Verified::Failed("no tag".into());
+    };
+    let Ok(expected) = hex::decode(tag.trim()) else {
+        return Verified::Failed("malformed tag".into());
+    };
+    // Stat again: making the file private changed its ctime.
+    let stamp = file
+        .metadata()
+        .ok()
+        .map(|meta| stamp(key, &meta, tag.trim()));
+    if let Some(stamp) = &stamp
+        && std::fs::read_to_string(stamp_path(path)).is_ok_and(|seen| seen.trim() == stamp)
+    {
+        return Verified::Intact;
+    }
+    let mut mac = Hmac::new(key);
+    let mut buffer = vec![0u8; 1 << 20];
+    loop {
+        match file.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(n) => mac.update(&buffer[..n]),
+            Err(error) => return Verified::Failed(format!("cannot read it: {error}")),
+        }
+    }
+    if constant_time_eq(&mac.finalize(), &expected) {
+        if let Some(stamp) = stamp {
+            let _ = write_atomically(&stamp_path(path), stamp.as_bytes());
+        }
+        Verified::Intact
+    } else {
+        Verified::Failed("its content does not match its tag".into())
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// HMAC-SHA256 (RFC 2104) over a stream; the key is shorter than SHA-256's block.
+struct Hmac {
+    inner: Sha256,
+    outer_pad: [u8; 64],
+}
+
+impl Hmac {
+    fn new(key: &[u8; KEY_LEN]) -> Self {
+        let mut inner_pad = [0x36u8; 64];
+        let mut outer_pad = [0x5cu8; 64];
+        for (index, byte) in key.iter().enumerate() {
+            inner_pad[index] ^= byte;
+            outer_pad[index] ^= byte;
+        }
+        let mut inner = Sha256::new();
+        inner.update(inner_pad);
+        Hmac { inner, outer_pad }
+    }
+
+    fn update(&mut self, bytes: &[u8]) {
+        self.inner.update(bytes);
+    }
+
+    fn finalize(self) -> [u8; 32] {
+        let mut outer = Sha256::new();
+        outer.update(self.outer_pad);
+        outer.update(self.inner.finalize());
+        outer.finalize().into()
+    }
+}
+
+fn hmac_sha256(key: &[u8; KEY_LEN], bytes: &[u8]) -> [u8; 32] {
+    let mut mac = Hmac::new(key);
+    mac.update(bytes);
+    mac.finalize()
 }
 
 #[allow(
@@ -178,9 +409,9 @@ fn lock_cache(path: &Path) -> Option<std::fs::File> {
     Some(file)
 }
 
+/// Writes a private (0600) file under its final name in one step.
 fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
     let temporary = dir.join(format!(
         ".{}.{}.tmp",
         path.file_name()
@@ -188,7 +419,15 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
             .unwrap_or_default(),
         std::process::id()
     ));
-    std::fs::write(&temporary, bytes)?;
+    let _ = std::fs::remove_file(&temporary);
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&temporary)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    drop(file);
     std::fs::rename(&temporary, path)
 }
 
@@ -280,4 +519,24 @@ fn define_init_bridge(linker: &mut Linker<InitState>) -> wasmtime::Result<()> {
         move |_: i32, _: i32| -> wasmtime::Result<()> { f() }
     })?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hmac_matches_rfc_4231_style_vectors() {
+        // HMAC-SHA256 with a 32-byte key of 0x0b and "Hi There" (RFC 4231 case 1 uses a
+        // 20-byte key; this value was computed with Python's hmac module).
+        let key = [0x0bu8; KEY_LEN];
+        assert_eq!(
+            hex::encode(hmac_sha256(&key, b"Hi There")),
+            "198a607eb44bfbc69903a0f1cf2bbdc5ba0aa3f3d9ae3c1c7a3b1696a0b68cf7"
+        );
+        let mut streamed = Hmac::new(&key);
+        streamed.update(b"Hi ");
+        streamed.update(b"There");
+        assert_eq!(streamed.finalize(), hmac_sha256(&key, b"Hi There"));
+    }
 }

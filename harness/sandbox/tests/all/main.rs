@@ -6,6 +6,7 @@
     reason = "a failed test should stop right there"
 )]
 
+mod cache;
 mod common;
 mod hostile;
 mod javascript;
