@@ -459,6 +459,9 @@ fn tool_result(result: &ExecutionResult, refused_unasked: bool) -> CallToolResul
             _ => text.push_str(&format!("{}: {}\n", error.error_type, error.message)),
         }
     }
+    if result.truncated {
+        text.push_str("[note] output was cut to fit max_output_bytes\n");
+    }
     if refused_unasked {
         text.push_str(
             "[note] calls to tools that need approval were refused: this MCP client does not \
@@ -781,6 +784,30 @@ mod tests {
                 .map(|v| v["status"].clone()),
             Some(json!("error"))
         );
+    }
+
+    #[test]
+    fn truncated_results_say_so() {
+        let mut result = ExecutionResult {
+            status: ExecutionStatus::Error,
+            limit: None,
+            stdout: String::new(),
+            stderr: String::new(),
+            result: Value::Null,
+            result_encoding: None,
+            error: Some(ErrorInfo {
+                error_type: "ValueError".into(),
+                message: "xxx… [29999000 bytes cut: max_output_bytes]".into(),
+                traceback: String::new(),
+            }),
+            tool_calls: vec![],
+            usage: Usage::default(),
+            truncated: true,
+        };
+        let text = |result: &ExecutionResult| format!("{:?}", tool_result(result, false).content);
+        assert!(text(&result).contains("cut to fit max_output_bytes"));
+        result.truncated = false;
+        assert!(!text(&result).contains("[note] output was cut"));
     }
 
     #[test]

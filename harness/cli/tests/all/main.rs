@@ -71,6 +71,35 @@ fn completed_run_prints_every_documented_field_and_exits_0() {
 }
 
 #[test]
+fn a_30_mb_exception_prints_about_max_output_bytes_marked_truncated() {
+    let code = "raise ValueError('x' * 30_000_000)";
+    let args = ["--max-output-bytes", "100000", "--memory-mb", "1024"];
+    let mut all = vec!["run", "--json"];
+    all.extend_from_slice(&args);
+    all.push("-");
+    let output = cordon(&all, code);
+    assert!(
+        output.stdout.len() < 110_000,
+        "{} bytes",
+        output.stdout.len()
+    );
+    let result: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(result["status"], "error");
+    assert_eq!(result["error"]["type"], "ValueError");
+    assert_eq!(result["truncated"], true);
+    // Streamed to a pipe (not a terminal), the traceback is cut the same way.
+    let mut all = vec!["run"];
+    all.extend_from_slice(&args);
+    all.push("-");
+    let output = cordon(&all, code);
+    assert!(
+        output.stderr.len() < 110_000,
+        "{} bytes",
+        output.stderr.len()
+    );
+}
+
+#[test]
 fn exceptions_exit_1_with_type_message_and_traceback() {
     let (code, result) = json_run("raise ValueError('bad value')", &[]);
     assert_eq!(code, 1);
