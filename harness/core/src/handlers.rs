@@ -168,9 +168,11 @@ struct GroupKiller(Option<rustix::process::Pid>);
 impl Drop for GroupKiller {
     fn drop(&mut self) {
         if let Some(group) = self.0 {
-            // ESRCH (the group already gone) is the normal case after a clean exit. The
-            // group id cannot be reused while a member lives, and the leader is reaped
-            // only after this runs on the error paths.
+            // ESRCH (the group already gone) is the normal case after a clean exit. On
+            // the error paths the leader is not yet reaped, so its id is still taken; after
+            // a clean exit the id stays taken while any member lives, and an empty group's
+            // id would have to be handed to a new group leader in the instant between the
+            // reaping and this call (a full pid wrap-around) to be hit by mistake.
             let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
         }
     }
