@@ -2,6 +2,8 @@
 //!
 //! - [`tool`]: tool declarations (the tools file), policies and handler kinds.
 //! - [`execution`]: limits, execution events, results and client-tool round trips.
+//! - [`conversation`]: one canonical model conversation and pure converters to and from
+//!   Anthropic Messages, OpenAI Chat Completions and OpenAI Responses.
 //!
 //! This crate does no I/O and depends on nothing of Cordon's, so anything can speak the
 //! protocol.
@@ -17,5 +19,6 @@
 //! ```
 
 pub mod computer;
+pub mod conversation;
 pub mod execution;
 pub mod tool;

@@ -1,0 +1,233 @@
+//! The canonical conversation model: golden round trips, cross-vendor conversions,
+//! pairing validation and snapshots of every encoded shape.
+
+use cordon_protocol::conversation::{
+    self, ContentBlock, PairingError, Request, Role, StopReason, ToolChoice, ToolResultContent,
+    Vendor, anthropic, chat, validate_pairing,
+};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+fn fixture(name: &str) -> Value {
+    let path = format!(
+        "{}/tests/all/fixtures/conversation/{name}.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// Compare with the stored snapshot `tests/all/snapshots/<name>.json`; with
+/// `UPDATE_SNAPSHOTS=1` (or when none exists yet) write it instead.
+fn snapshot(name: &str, value: &Value) {
+    let path = format!(
+        "{}/tests/all/snapshots/{name}.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let rendered = format!("{}\n", serde_json::to_string_pretty(value).unwrap());
+    match std::fs::read_to_string(&path) {
+        Ok(stored) if std::env::var_os("UPDATE_SNAPSHOTS").is_none() => {
+            assert_eq!(stored, rendered, "snapshot {name}")
+        }
+        _ => std::fs::write(&path, rendered).unwrap(),
+    }
+}
+
+#[test]
+fn anthropic_request_round_trips_losslessly() {
+    let body = fixture("anthropic_request");
+    let request = anthropic::decode_request(&body).unwrap();
+    assert_eq!(request.tool_choice, Some(ToolChoice::Auto));
+    assert_eq!(request.parallel_tool_calls, Some(true));
+    assert_eq!(request.tools.len(), 3);
+    assert_eq!(anthropic::encode_request(&request), body);
+}
+
+#[test]
+fn anthropic_response_round_trips_losslessly() {
+    let body = fixture("anthropic_response");
+    let turn = anthropic::decode_response(&body).unwrap();
+    assert_eq!(turn.stop_reason, Some(StopReason::ToolUse));
+    assert_eq!(
+        turn.container.as_ref().map(|c| c.id.as_str()),
+        Some("container_abc")
+    );
+    let call = turn.tool_calls().next().unwrap();
+    assert_eq!(
+        call.caller.as_ref().and_then(|c| c.tool_id.as_deref()),
+        Some("srvtoolu_1")
+    );
+    assert_eq!(anthropic::encode_response(&turn), body);
+}
+
+#[test]
+fn chat_request_round_trips_losslessly() {
+    let body = fixture("chat_request");
+    let request = chat::decode_request(&body).unwrap();
+    assert_eq!(
+        request.tool_choice,
+        Some(ToolChoice::Tool {
+            name: "get_weather".into()
+        })
+    );
+    // The two tool messages and the user message after them are one canonical message.
+    assert_eq!(request.messages.len(), 3);
+    assert_eq!(chat::encode_request(&request), body);
+}
+
+#[test]
+fn chat_response_round_trips_losslessly() {
+    let body = fixture("chat_response");
+    let turn = chat::decode_response(&body).unwrap();
+    assert_eq!(turn.stop_reason, Some(StopReason::ToolUse));
+    assert_eq!(turn.tool_calls().count(), 2);
+    assert_eq!(chat::encode_response(&turn), body);
+}
+
+#[test]
+fn anthropic_request_reaches_chat_with_parallel_calls_results_images_and_errors() {
+    let request = anthropic::decode_request(&fixture("anthropic_request")).unwrap();
+    let body = chat::encode_request(&request);
+    let messages = body["messages"].as_array().unwrap();
+    assert_eq!(
+        messages[0],
+        json!({"role": "system", "content": "You are terse."})
+    );
+    assert_eq!(
+        messages[2]["tool_calls"][1]["function"]["arguments"],
+        json!("{\"city\":\"Oslo\"}")
+    );
+    assert_eq!(
+        messages[3],
+        json!({"role": "tool", "tool_call_id": "toolu_1", "content": "21C"})
+    );
+    assert_eq!(
+        messages[4],
+        json!({"role": "tool", "tool_call_id": "toolu_2", "content": "Error: station offline"})
+    );
+    // The tool result's image rides in the user message after the tool messages.
+    assert_eq!(
+        messages[5]["content"][1]["image_url"]["url"],
+        json!("data:image/png;base64,iVBORw0KGgo=")
+    );
+    // Anthropic-only pieces (thinking, built-in tools, metadata) do not leak into Chat.
+    assert_eq!(body["tools"].as_array().unwrap().len(), 1);
+    assert!(body.get("metadata").is_none());
+    snapshot("anthropic_request_as_chat", &body);
+    // And back: the canonical conversation survives, save Anthropic-only pieces.
+    let back = chat::decode_request(&body).unwrap();
+    assert_eq!(back.messages.len(), 3);
+    validate_pairing(&back).unwrap();
+}
+
+#[test]
+fn chat_request_reaches_anthropic() {
+    let request = chat::decode_request(&fixture("chat_request")).unwrap();
+    let body = anthropic::encode_request(&request);
+    assert_eq!(body["system"], json!("You are terse."));
+    assert_eq!(
+        body["tool_choice"],
+        json!({"type": "tool", "name": "get_weather", "disable_parallel_tool_use": false})
+    );
+    assert_eq!(
+        body["messages"][0]["content"][1]["source"],
+        json!({"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="})
+    );
+    assert_eq!(
+        body["messages"][1]["content"][0]["input"],
+        json!({"city": "Paris"})
+    );
+    snapshot("chat_request_as_anthropic", &body);
+}
+
+#[test]
+fn turns_cross_between_anthropic_and_chat() {
+    let turn = chat::decode_response(&fixture("chat_response")).unwrap();
+    let body = anthropic::encode_response(&turn);
+    assert_eq!(body["stop_reason"], json!("tool_use"));
+    assert_eq!(
+        body["content"][1],
+        json!({"type": "tool_use", "id": "call_2", "name": "get_weather", "input": {"city": "Oslo"}})
+    );
+    snapshot("chat_response_as_anthropic", &body);
+    let turn = anthropic::decode_response(&fixture("anthropic_response")).unwrap();
+    let body = chat::encode_response(&turn);
+    assert_eq!(body["choices"][0]["finish_reason"], json!("tool_calls"));
+    snapshot("anthropic_response_as_chat", &body);
+}
+
+fn conversation_with(results: Vec<ContentBlock>) -> Request {
+    let mut request = anthropic::decode_request(&fixture("anthropic_request")).unwrap();
+    let last = request.messages.last_mut().unwrap();
+    assert_eq!(last.role, Role::User);
+    last.content = results;
+    request
+}
+
+fn result(id: &str) -> ContentBlock {
+    ContentBlock::ToolResult(conversation::ToolResult {
+        call_id: id.into(),
+        content: ToolResultContent::Text("ok".into()),
+        is_error: false,
+        extra: Default::default(),
+    })
+}
+
+#[test]
+fn pairing_names_the_unknown_missing_or_duplicate_id() {
+    validate_pairing(&conversation_with(vec![
+        result("toolu_2"),
+        result("toolu_1"),
+    ]))
+    .unwrap();
+    assert_eq!(
+        validate_pairing(&conversation_with(vec![
+            result("toolu_1"),
+            result("toolu_2"),
+            result("toolu_9")
+        ])),
+        Err(PairingError::UnknownCall {
+            id: "toolu_9".into()
+        })
+    );
+    assert_eq!(
+        validate_pairing(&conversation_with(vec![result("toolu_1")])),
+        Err(PairingError::MissingResult {
+            id: "toolu_2".into()
+        })
+    );
+    assert_eq!(
+        validate_pairing(&conversation_with(vec![
+            result("toolu_1"),
+            result("toolu_2"),
+            result("toolu_1")
+        ])),
+        Err(PairingError::DuplicateResult {
+            id: "toolu_1".into()
+        })
+    );
+    let error = PairingError::UnknownCall {
+        id: "toolu_9".into(),
+    };
+    let anthropic_error = error.to_vendor(Vendor::Anthropic);
+    assert_eq!(anthropic_error.status, 400);
+    snapshot("pairing_error_anthropic", &anthropic_error.body);
+    snapshot(
+        "pairing_error_openai",
+        &error.to_vendor(Vendor::OpenaiChat).body,
+    );
+}
+
+#[test]
+fn a_result_without_a_preceding_call_is_unknown() {
+    let body = json!({"model": "m", "messages": [{"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_x", "content": "hi"}
+    ]}]});
+    let request = anthropic::decode_request(&body).unwrap();
+    assert_eq!(
+        validate_pairing(&request),
+        Err(PairingError::UnknownCall {
+            id: "toolu_x".into()
+        })
+    );
+}

@@ -1,0 +1,5 @@
+//! Integration tests of `cordon-protocol` (one binary, see STYLE.md).
+
+#![allow(clippy::unwrap_used, reason = "tests")]
+
+mod conversation;
