@@ -12,6 +12,7 @@ pub mod anthropic;
 pub mod chat;
 mod error;
 mod json;
+pub mod responses;
 
 mod types;
 mod validate;

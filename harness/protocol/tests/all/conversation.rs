@@ -3,7 +3,7 @@
 
 use cordon_protocol::conversation::{
     self, ContentBlock, PairingError, Request, Role, StopReason, ToolChoice, ToolResultContent,
-    Vendor, anthropic, chat, validate_pairing,
+    Vendor, anthropic, chat, responses, validate_pairing,
 };
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -230,4 +230,102 @@ fn a_result_without_a_preceding_call_is_unknown() {
             id: "toolu_x".into()
         })
     );
+}
+
+#[test]
+fn responses_request_round_trips_losslessly() {
+    let body = fixture("responses_request");
+    let request = responses::decode_request(&body).unwrap();
+    assert_eq!(request.tool_choice, Some(ToolChoice::Any));
+    // user, assistant (reasoning + two calls), user (two outputs + text)
+    assert_eq!(request.messages.len(), 3);
+    validate_pairing(&request).unwrap();
+    assert_eq!(responses::encode_request(&request), body);
+}
+
+#[test]
+fn responses_response_round_trips_losslessly() {
+    let body = fixture("responses_response");
+    let turn = responses::decode_response(&body).unwrap();
+    assert_eq!(turn.stop_reason, Some(StopReason::ToolUse));
+    assert_eq!(
+        turn.tool_calls().map(|c| c.id.as_str()).collect::<Vec<_>>(),
+        ["call_3", "call_4"]
+    );
+    assert_eq!(responses::encode_response(&turn), body);
+}
+
+#[test]
+fn requests_cross_between_responses_and_the_others() {
+    let request = responses::decode_request(&fixture("responses_request")).unwrap();
+    let as_anthropic = anthropic::encode_request(&request);
+    assert_eq!(
+        as_anthropic["tool_choice"],
+        json!({"type": "any", "disable_parallel_tool_use": false})
+    );
+    assert_eq!(
+        as_anthropic["messages"][1]["content"][0]["id"],
+        json!("call_1")
+    );
+    snapshot("responses_request_as_anthropic", &as_anthropic);
+    snapshot("responses_request_as_chat", &chat::encode_request(&request));
+
+    let request = anthropic::decode_request(&fixture("anthropic_request")).unwrap();
+    let as_responses = responses::encode_request(&request);
+    let input = as_responses["input"].as_array().unwrap();
+    let kinds: Vec<&str> = input
+        .iter()
+        .map(|i| i["type"].as_str().unwrap_or("message"))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "message",
+            "message",
+            "function_call",
+            "function_call",
+            "function_call_output",
+            "function_call_output",
+            "message"
+        ]
+    );
+    assert_eq!(input[5]["output"], json!("Error: station offline"));
+    snapshot("anthropic_request_as_responses", &as_responses);
+    let back = responses::decode_request(&as_responses).unwrap();
+    validate_pairing(&back).unwrap();
+}
+
+#[test]
+fn reasoning_goes_back_to_its_own_vendor_only() {
+    let turn = responses::decode_response(&fixture("responses_response")).unwrap();
+    let mut request = responses::decode_request(&fixture("responses_request")).unwrap();
+    request.messages.push(conversation::Message::new(
+        Role::Assistant,
+        turn.content.clone(),
+    ));
+    let body = responses::encode_request(&request);
+    assert!(
+        body["input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i["encrypted_content"] == json!("gAAAA-next"))
+    );
+    let body = anthropic::encode_request(&request);
+    assert!(!body.to_string().contains("gAAAA"));
+}
+
+#[test]
+fn turns_cross_between_responses_and_the_others() {
+    let turn = responses::decode_response(&fixture("responses_response")).unwrap();
+    snapshot(
+        "responses_response_as_anthropic",
+        &anthropic::encode_response(&turn),
+    );
+    snapshot("responses_response_as_chat", &chat::encode_response(&turn));
+    let turn = anthropic::decode_response(&fixture("anthropic_response")).unwrap();
+    let body = responses::encode_response(&turn);
+    assert_eq!(body["output"][1]["type"], json!("function_call"));
+    assert_eq!(body["output"][1]["call_id"], json!("toolu_3"));
+    snapshot("anthropic_response_as_responses", &body);
 }

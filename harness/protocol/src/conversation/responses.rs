@@ -1,0 +1,610 @@
+//! OpenAI Responses (`POST /responses`): requests, responses and stream events.
+//!
+//! Items map onto canonical messages: `message` items by role, `function_call` and
+//! `reasoning` items into the assistant message, `function_call_output` items into the user
+//! message. Item-level fields (`id`, `status`) ride in the first block's `extra` under
+//! `item`, so a same-vendor round trip restores the item boundaries. Like Chat, Responses has
+//! no tool-error flag (`is_error` results start with [`chat::ERROR_PREFIX`]).
+
+use serde_json::{Map, Value, json};
+
+use super::anthropic::extend;
+use super::chat::{self, arguments_string, parse_arguments};
+use super::json::{obj, take_bool, take_f64, take_str, take_u64, to_object};
+use super::{
+    ContentBlock, ConversionError, Extra, FunctionTool, ImageSource, Message, Request, Role,
+    StopReason, System, ToolCall, ToolCaller, ToolChoice, ToolDefinition, ToolResult,
+    ToolResultContent, Turn, Usage, Vendor,
+};
+
+type Result<T, E = ConversionError> = std::result::Result<T, E>;
+
+const ITEM: &str = "item";
+
+/// Decode a `/responses` request body.
+pub fn decode_request(body: &Value) -> Result<Request> {
+    let mut map = to_object(body, "request")?;
+    let model = take_str(&mut map, "model").unwrap_or_default();
+    let mut system = take_str(&mut map, "instructions").map(System::Text);
+    let messages = match map.remove("input") {
+        Some(Value::String(s)) => {
+            vec![Message {
+                role: Role::User,
+                content: vec![ContentBlock::text(s)],
+                content_was_string: true,
+                extra: Extra::new(),
+            }]
+        }
+        Some(Value::Array(items)) => decode_items(&items, &mut system)?,
+        None => Vec::new(),
+        Some(_) => return Err(ConversionError::field("input")),
+    };
+    let tools = match map.remove("tools") {
+        Some(Value::Array(items)) => items.iter().map(decode_tool).collect::<Result<_>>()?,
+        _ => Vec::new(),
+    };
+    let tool_choice = match map.get("tool_choice").cloned() {
+        Some(v) => match decode_tool_choice(&v) {
+            Some(choice) => {
+                map.remove("tool_choice");
+                Some(choice)
+            }
+            // Other forms (`allowed_tools`, hosted tools) stay in `extra`.
+            None => None,
+        },
+        None => None,
+    };
+    let parallel_tool_calls = take_bool(&mut map, "parallel_tool_calls");
+    let max_tokens = take_u64(&mut map, "max_output_tokens");
+    let temperature = take_f64(&mut map, "temperature");
+    let top_p = take_f64(&mut map, "top_p");
+    let stream = take_bool(&mut map, "stream").unwrap_or(false);
+    Ok(Request {
+        origin: Some(Vendor::OpenaiResponses),
+        model,
+        system,
+        messages,
+        tools,
+        tool_choice,
+        parallel_tool_calls,
+        max_tokens,
+        temperature,
+        top_p,
+        stop_sequences: Vec::new(),
+        stream,
+        extra: map,
+    })
+}
+
+/// Encode a request as a `/responses` body. Stop sequences have no Responses field and are
+/// dropped.
+pub fn encode_request(request: &Request) -> Value {
+    let same = request.origin == Some(Vendor::OpenaiResponses);
+    let mut map = obj(json!({"model": request.model}));
+    if let Some(system) = &request.system {
+        map.insert("instructions".into(), json!(system.text()));
+    }
+    let input = match &request.messages[..] {
+        [m] if m.role == Role::User && m.content_was_string && same => match &m.content[..] {
+            [ContentBlock::Text { text, .. }] => json!(text),
+            _ => Value::Array(encode_items(&request.messages, same)),
+        },
+        _ => Value::Array(encode_items(&request.messages, same)),
+    };
+    map.insert("input".into(), input);
+    let tools: Vec<Value> = request
+        .tools
+        .iter()
+        .filter_map(|t| encode_tool(t, same))
+        .collect();
+    if !tools.is_empty() {
+        map.insert("tools".into(), Value::Array(tools));
+    }
+    if let Some(choice) = &request.tool_choice {
+        map.insert("tool_choice".into(), encode_tool_choice(choice));
+    }
+    if let Some(p) = request.parallel_tool_calls {
+        map.insert("parallel_tool_calls".into(), json!(p));
+    }
+    if let Some(max) = request.max_tokens {
+        map.insert("max_output_tokens".into(), json!(max));
+    }
+    if let Some(t) = request.temperature {
+        map.insert("temperature".into(), json!(t));
+    }
+    if let Some(p) = request.top_p {
+        map.insert("top_p".into(), json!(p));
+    }
+    if request.stream {
+        map.insert("stream".into(), json!(true));
+    }
+    extend(&mut map, &request.extra, same);
+    Value::Object(map)
+}
+
+fn push_block(messages: &mut Vec<Message>, role: Role, block: ContentBlock) {
+    match messages.last_mut() {
+        Some(last) if last.role == role => last.content.push(block),
+        _ => messages.push(Message::new(role, vec![block])),
+    }
+}
+
+fn decode_items(items: &[Value], system: &mut Option<System>) -> Result<Vec<Message>> {
+    let mut messages: Vec<Message> = Vec::new();
+    for item in items {
+        let mut m = to_object(item, "input[]")?;
+        let kind = m
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("message")
+            .to_owned();
+        match kind.as_str() {
+            "message" => {
+                let role = take_str(&mut m, "role")
+                    .ok_or_else(|| ConversionError::field("input[].role"))?;
+                let role = match role.as_str() {
+                    "user" => Role::User,
+                    "assistant" => Role::Assistant,
+                    "system" | "developer" => {
+                        let text = match m.get("content") {
+                            Some(Value::String(s)) => s.clone(),
+                            Some(Value::Array(parts)) => parts
+                                .iter()
+                                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                                .collect::<Vec<_>>()
+                                .join("\n\n"),
+                            _ => String::new(),
+                        };
+                        *system = Some(match system.take() {
+                            None => System::Text(text),
+                            Some(s) => System::Text(format!("{}\n\n{text}", s.text())),
+                        });
+                        continue;
+                    }
+                    other => {
+                        return Err(ConversionError::UnknownValue {
+                            field: "input[].role".into(),
+                            value: other.into(),
+                        });
+                    }
+                };
+                let (mut blocks, was_string) = match m.remove("content") {
+                    Some(Value::String(s)) => (vec![ContentBlock::text(s)], true),
+                    Some(Value::Array(parts)) => (decode_parts(&parts)?, false),
+                    _ => return Err(ConversionError::field("input[].content")),
+                };
+                if was_string {
+                    m.insert("content_was_string".into(), json!(true));
+                }
+                if let Some(first) = blocks.first_mut() {
+                    set_item(first, m);
+                }
+                for block in blocks {
+                    push_block(&mut messages, role, block);
+                }
+            }
+            "function_call" => {
+                m.remove("type");
+                let call_id = take_str(&mut m, "call_id")
+                    .ok_or_else(|| ConversionError::field("function_call.call_id"))?;
+                let name = take_str(&mut m, "name")
+                    .ok_or_else(|| ConversionError::field("function_call.name"))?;
+                let arguments = take_str(&mut m, "arguments").unwrap_or_default();
+                let caller = match m.remove("caller") {
+                    Some(Value::Object(mut c)) => Some(ToolCaller {
+                        kind: take_str(&mut c, "type").unwrap_or_default(),
+                        tool_id: take_str(&mut c, "caller_id"),
+                    }),
+                    _ => None,
+                };
+                let call = ToolCall {
+                    id: call_id,
+                    name,
+                    input: parse_arguments(&arguments),
+                    caller,
+                    extra: m,
+                };
+                push_block(&mut messages, Role::Assistant, ContentBlock::ToolCall(call));
+            }
+            "function_call_output" => {
+                m.remove("type");
+                let call_id = take_str(&mut m, "call_id")
+                    .ok_or_else(|| ConversionError::field("function_call_output.call_id"))?;
+                let content = match m.remove("output") {
+                    Some(Value::String(s)) => ToolResultContent::Text(s),
+                    Some(Value::Array(parts)) => ToolResultContent::Blocks(decode_parts(&parts)?),
+                    _ => ToolResultContent::Text(String::new()),
+                };
+                let result = ToolResult {
+                    call_id,
+                    content,
+                    is_error: false,
+                    extra: m,
+                };
+                push_block(&mut messages, Role::User, ContentBlock::ToolResult(result));
+            }
+            "reasoning" => push_block(
+                &mut messages,
+                Role::Assistant,
+                ContentBlock::Reasoning {
+                    vendor: Vendor::OpenaiResponses,
+                    data: item.clone(),
+                },
+            ),
+            other => {
+                let role = if other.ends_with("_output") {
+                    Role::User
+                } else {
+                    Role::Assistant
+                };
+                push_block(
+                    &mut messages,
+                    role,
+                    ContentBlock::Opaque {
+                        vendor: Vendor::OpenaiResponses,
+                        data: item.clone(),
+                    },
+                );
+            }
+        }
+    }
+    Ok(messages)
+}
+
+fn set_item(block: &mut ContentBlock, item: Map<String, Value>) {
+    if let ContentBlock::Text { extra, .. } | ContentBlock::Image { extra, .. } = block {
+        extra.insert(ITEM.into(), Value::Object(item));
+    }
+}
+
+fn decode_parts(parts: &[Value]) -> Result<Vec<ContentBlock>> {
+    parts
+        .iter()
+        .map(|part| {
+            let mut p = to_object(part, "content[]")?;
+            match p.get("type").and_then(Value::as_str) {
+                Some("input_text" | "output_text") => {
+                    // The part type follows the role on the way out; other fields stay.
+                    p.remove("type");
+                    let text = take_str(&mut p, "text")
+                        .ok_or_else(|| ConversionError::field("content[].text"))?;
+                    Ok(ContentBlock::Text { text, extra: p })
+                }
+                Some("input_image") if p.get("image_url").is_some_and(Value::is_string) => {
+                    p.remove("type");
+                    let url = take_str(&mut p, "image_url").unwrap_or_default();
+                    Ok(ContentBlock::Image {
+                        source: ImageSource::from_url(&url),
+                        extra: p,
+                    })
+                }
+                _ => Ok(ContentBlock::Opaque {
+                    vendor: Vendor::OpenaiResponses,
+                    data: part.clone(),
+                }),
+            }
+        })
+        .collect()
+}
+
+fn encode_part(block: &ContentBlock, role: Role, same: bool) -> Option<Value> {
+    let text_type = if role == Role::Assistant {
+        "output_text"
+    } else {
+        "input_text"
+    };
+    let mut value = match block {
+        ContentBlock::Text { text, extra } => {
+            let mut m = obj(json!({"type": text_type, "text": text}));
+            if role == Role::Assistant && !(same && extra.contains_key("annotations")) {
+                m.insert("annotations".into(), json!([]));
+            }
+            extend(&mut m, extra, same);
+            m
+        }
+        ContentBlock::Image { source, extra } => {
+            let mut m = obj(json!({"type": "input_image", "image_url": source.to_url()}));
+            if !same {
+                m.insert("detail".into(), json!("auto"));
+            }
+            extend(&mut m, extra, same);
+            m
+        }
+        ContentBlock::Opaque {
+            vendor: Vendor::OpenaiResponses,
+            data,
+        } => return Some(data.clone()),
+        _ => return None,
+    };
+    value.remove(ITEM);
+    Some(Value::Object(value))
+}
+
+/// Encode canonical messages as `input` (or `output`) items.
+fn encode_items(messages: &[Message], same: bool) -> Vec<Value> {
+    let mut items = Vec::new();
+    for message in messages {
+        // The message item being filled with parts, if any.
+        let mut open: Option<Map<String, Value>> = None;
+        let flush = |open: &mut Option<Map<String, Value>>, items: &mut Vec<Value>| {
+            if let Some(item) = open.take() {
+                items.push(Value::Object(item));
+            }
+        };
+        for block in &message.content {
+            match block {
+                ContentBlock::Text { extra, .. } | ContentBlock::Image { extra, .. } => {
+                    let item_fields = extra.get(ITEM).and_then(Value::as_object).filter(|_| same);
+                    if item_fields.is_some() || open.is_none() {
+                        flush(&mut open, &mut items);
+                        let role = if message.role == Role::Assistant {
+                            "assistant"
+                        } else {
+                            "user"
+                        };
+                        let mut item = obj(json!({"role": role, "content": []}));
+                        if let Some(fields) = item_fields {
+                            extend(&mut item, fields, true);
+                        } else if message.role == Role::Assistant {
+                            item =
+                                obj(json!({"type": "message", "role": "assistant", "content": []}));
+                        }
+                        open = Some(item);
+                    }
+                    if let (Some(item), Some(part)) =
+                        (open.as_mut(), encode_part(block, message.role, same))
+                        && let Some(Value::Array(parts)) = item.get_mut("content")
+                    {
+                        parts.push(part);
+                    }
+                }
+                ContentBlock::ToolCall(call) => {
+                    flush(&mut open, &mut items);
+                    let mut item = obj(json!({
+                        "type": "function_call",
+                        "call_id": call.id,
+                        "name": call.name,
+                        "arguments": arguments_string(&call.input),
+                    }));
+                    if let Some(caller) = &call.caller {
+                        item.insert(
+                            "caller".into(),
+                            json!({"type": caller.kind, "caller_id": caller.tool_id}),
+                        );
+                    }
+                    extend(&mut item, &call.extra, same);
+                    items.push(Value::Object(item));
+                }
+                ContentBlock::ToolResult(result) => {
+                    flush(&mut open, &mut items);
+                    let output = match (&result.content, result.is_error) {
+                        (ToolResultContent::Text(t), false) if same || !t.is_empty() => json!(t),
+                        (content, true) => {
+                            json!(format!("{}{}", chat::ERROR_PREFIX, content.text()))
+                        }
+                        (ToolResultContent::Blocks(b), false)
+                            if b.iter().any(|b| matches!(b, ContentBlock::Image { .. })) =>
+                        {
+                            Value::Array(
+                                b.iter()
+                                    .filter_map(|b| encode_part(b, Role::User, same))
+                                    .collect(),
+                            )
+                        }
+                        (content, false) => json!(content.text()),
+                    };
+                    let mut item = obj(
+                        json!({"type": "function_call_output", "call_id": result.call_id, "output": output}),
+                    );
+                    extend(&mut item, &result.extra, same);
+                    items.push(Value::Object(item));
+                }
+                ContentBlock::Reasoning {
+                    vendor: Vendor::OpenaiResponses,
+                    data,
+                }
+                | ContentBlock::Opaque {
+                    vendor: Vendor::OpenaiResponses,
+                    data,
+                } => {
+                    flush(&mut open, &mut items);
+                    items.push(data.clone());
+                }
+                _ => {}
+            }
+        }
+        flush(&mut open, &mut items);
+    }
+    // A message item that was a bare string goes back as one.
+    for item in &mut items {
+        if let Value::Object(m) = item
+            && m.remove("content_was_string").is_some()
+            && let Some(Value::Array(parts)) = m.get("content")
+            && let [part] = &parts[..]
+            && let Some(text) = part.get("text").cloned()
+        {
+            m.insert("content".into(), text);
+        }
+    }
+    items
+}
+
+fn decode_tool(value: &Value) -> Result<ToolDefinition> {
+    let mut m = to_object(value, "tools[]")?;
+    if m.get("type").and_then(Value::as_str) != Some("function") {
+        let kind = m
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        return Ok(ToolDefinition::BuiltIn {
+            vendor: Vendor::OpenaiResponses,
+            kind,
+            data: value.clone(),
+        });
+    }
+    m.remove("type");
+    let name = take_str(&mut m, "name").ok_or_else(|| ConversionError::field("tools[].name"))?;
+    let description = take_str(&mut m, "description");
+    let input_schema = m
+        .remove("parameters")
+        .unwrap_or_else(|| json!({"type": "object"}));
+    let allowed_callers = match m.remove("allowed_callers") {
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(|s| s.as_str().map(str::to_owned))
+            .collect(),
+        _ => Vec::new(),
+    };
+    Ok(ToolDefinition::Function(FunctionTool {
+        name,
+        description,
+        input_schema,
+        allowed_callers,
+        extra: m,
+    }))
+}
+
+fn encode_tool(tool: &ToolDefinition, same: bool) -> Option<Value> {
+    match tool {
+        ToolDefinition::Function(t) => {
+            let mut m = obj(json!({"type": "function", "name": t.name}));
+            if let Some(d) = &t.description {
+                m.insert("description".into(), json!(d));
+            }
+            m.insert("parameters".into(), t.input_schema.clone());
+            if !t.allowed_callers.is_empty() {
+                m.insert("allowed_callers".into(), json!(t.allowed_callers));
+            }
+            extend(&mut m, &t.extra, same);
+            Some(Value::Object(m))
+        }
+        ToolDefinition::BuiltIn {
+            vendor: Vendor::OpenaiResponses,
+            data,
+            ..
+        } => Some(data.clone()),
+        ToolDefinition::BuiltIn { .. } => None,
+    }
+}
+
+fn decode_tool_choice(value: &Value) -> Option<ToolChoice> {
+    match value {
+        Value::String(s) => match s.as_str() {
+            "auto" => Some(ToolChoice::Auto),
+            "required" => Some(ToolChoice::Any),
+            "none" => Some(ToolChoice::None),
+            _ => None,
+        },
+        Value::Object(m) if m.get("type").and_then(Value::as_str) == Some("function") => m
+            .get("name")
+            .and_then(Value::as_str)
+            .map(|name| ToolChoice::Tool {
+                name: name.to_owned(),
+            }),
+        _ => None,
+    }
+}
+
+fn encode_tool_choice(choice: &ToolChoice) -> Value {
+    match choice {
+        ToolChoice::Auto => json!("auto"),
+        ToolChoice::Any => json!("required"),
+        ToolChoice::None => json!("none"),
+        ToolChoice::Tool { name } => json!({"type": "function", "name": name}),
+    }
+}
+
+/// Decode a `response` object.
+pub fn decode_response(body: &Value) -> Result<Turn> {
+    let mut map = to_object(body, "response")?;
+    let id = take_str(&mut map, "id").unwrap_or_default();
+    let model = take_str(&mut map, "model").unwrap_or_default();
+    let output = match map.remove("output") {
+        Some(Value::Array(items)) => items,
+        _ => Vec::new(),
+    };
+    let mut ignored_system = None;
+    let content: Vec<ContentBlock> = decode_items(&output, &mut ignored_system)?
+        .into_iter()
+        .flat_map(|m| m.content)
+        .collect();
+    let incomplete = map
+        .get("incomplete_details")
+        .and_then(|d| d.get("reason"))
+        .and_then(Value::as_str);
+    let stop_reason = match incomplete {
+        Some("max_output_tokens") => StopReason::MaxTokens,
+        Some("content_filter") => StopReason::Refusal,
+        Some(other) => StopReason::Other(other.to_owned()),
+        None if content
+            .iter()
+            .any(|b| matches!(b, ContentBlock::ToolCall(_))) =>
+        {
+            StopReason::ToolUse
+        }
+        None => StopReason::EndTurn,
+    };
+    let usage = match map.remove("usage") {
+        Some(Value::Object(mut u)) => {
+            let input_tokens = take_u64(&mut u, "input_tokens").unwrap_or(0);
+            let output_tokens = take_u64(&mut u, "output_tokens").unwrap_or(0);
+            u.remove("total_tokens");
+            let cache_read_input_tokens = u
+                .get("input_tokens_details")
+                .and_then(|d| d.get("cached_tokens"))
+                .and_then(Value::as_u64);
+            Usage {
+                input_tokens,
+                output_tokens,
+                cache_creation_input_tokens: None,
+                cache_read_input_tokens,
+                extra: u,
+            }
+        }
+        _ => Usage::default(),
+    };
+    Ok(Turn {
+        origin: Some(Vendor::OpenaiResponses),
+        id,
+        model,
+        content,
+        stop_reason: Some(stop_reason),
+        stop_sequence: None,
+        usage,
+        container: None,
+        extra: map,
+    })
+}
+
+/// Encode a turn as a `response` object.
+pub fn encode_response(turn: &Turn) -> Value {
+    let same = turn.origin == Some(Vendor::OpenaiResponses);
+    let message = Message::new(Role::Assistant, turn.content.clone());
+    let output = encode_items(std::slice::from_ref(&message), same);
+    let (status, incomplete) = match &turn.stop_reason {
+        Some(StopReason::MaxTokens) => ("incomplete", json!({"reason": "max_output_tokens"})),
+        Some(StopReason::Refusal) => ("incomplete", json!({"reason": "content_filter"})),
+        _ => ("completed", Value::Null),
+    };
+    let mut map = obj(json!({
+        "id": turn.id,
+        "object": "response",
+        "created_at": 0,
+        "status": status,
+        "incomplete_details": incomplete,
+        "model": turn.model,
+        "output": output,
+    }));
+    let mut usage = obj(json!({
+        "input_tokens": turn.usage.input_tokens,
+        "input_tokens_details": {"cached_tokens": turn.usage.cache_read_input_tokens.unwrap_or(0)},
+        "output_tokens": turn.usage.output_tokens,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": turn.usage.input_tokens + turn.usage.output_tokens,
+    }));
+    extend(&mut usage, &turn.usage.extra, same);
+    map.insert("usage".into(), Value::Object(usage));
+    extend(&mut map, &turn.extra, same);
+    Value::Object(map)
+}
