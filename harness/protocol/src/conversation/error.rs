@@ -14,6 +14,8 @@ pub enum ConversionError {
     UnknownValue { field: String, value: String },
     #[error("`{field}` is not valid JSON: {reason}")]
     InvalidJson { field: String, reason: String },
+    #[error("the upstream stream reported an error: {message}")]
+    Upstream { message: String },
 }
 
 impl ConversionError {

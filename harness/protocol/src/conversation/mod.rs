@@ -13,6 +13,7 @@ pub mod chat;
 mod error;
 mod json;
 pub mod responses;
+pub mod stream;
 
 mod types;
 mod validate;

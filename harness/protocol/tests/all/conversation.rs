@@ -1,9 +1,10 @@
 //! The canonical conversation model: golden round trips, cross-vendor conversions,
 //! pairing validation and snapshots of every encoded shape.
 
+use cordon_protocol::conversation::stream::{Accumulator, Progress};
 use cordon_protocol::conversation::{
     self, ContentBlock, PairingError, Request, Role, StopReason, ToolChoice, ToolResultContent,
-    Vendor, anthropic, chat, responses, validate_pairing,
+    Vendor, anthropic, chat, responses, stream, validate_pairing,
 };
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -328,4 +329,115 @@ fn turns_cross_between_responses_and_the_others() {
     assert_eq!(body["output"][1]["type"], json!("function_call"));
     assert_eq!(body["output"][1]["call_id"], json!("toolu_3"));
     snapshot("anthropic_response_as_responses", &body);
+}
+
+fn replay<A: Accumulator>(
+    mut accumulator: A,
+    events: &[stream::Event],
+) -> (conversation::Turn, Vec<String>) {
+    let mut completed = Vec::new();
+    let mut done = false;
+    for (name, data) in events {
+        match accumulator.push(name, data).unwrap() {
+            Progress::ToolCallComplete(call) => completed.push(call.id),
+            Progress::Done => done = true,
+            _ => {}
+        }
+    }
+    assert!(done, "the stream ends with its terminator");
+    (accumulator.finish().unwrap(), completed)
+}
+
+#[test]
+fn anthropic_stream_encodes_and_accumulates_back_to_the_turn() {
+    let turn = anthropic::decode_response(&fixture("anthropic_response")).unwrap();
+    let events = stream::anthropic_events(&turn);
+    snapshot("anthropic_stream", &json!(events));
+    let (back, completed) = replay(stream::AnthropicAccumulator::default(), &events);
+    assert_eq!(completed, ["toolu_3"]);
+    assert_eq!(
+        anthropic::encode_response(&back),
+        fixture("anthropic_response")
+    );
+}
+
+#[test]
+fn anthropic_partial_tool_input_is_not_a_complete_call() {
+    let mut acc = stream::AnthropicAccumulator::default();
+    let start = json!({"type": "content_block_start", "index": 0,
+        "content_block": {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}});
+    assert_eq!(
+        acc.push("content_block_start", &start).unwrap(),
+        Progress::Pending
+    );
+    let delta = json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "{\"a\": "}});
+    assert_eq!(
+        acc.push("content_block_delta", &delta).unwrap(),
+        Progress::Pending
+    );
+    let delta = json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "1}"}});
+    assert_eq!(
+        acc.push("content_block_delta", &delta).unwrap(),
+        Progress::Pending
+    );
+    let Progress::ToolCallComplete(call) = acc
+        .push("content_block_stop", &json!({"index": 0}))
+        .unwrap()
+    else {
+        panic!("the block stop completes the call");
+    };
+    assert_eq!(call.input, json!({"a": 1}));
+    let error =
+        json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}});
+    assert!(acc.push("error", &error).is_err());
+}
+
+#[test]
+fn chat_stream_encodes_and_accumulates_back_to_the_turn() {
+    let turn = chat::decode_response(&fixture("chat_response")).unwrap();
+    let events = stream::chat_events(&turn);
+    snapshot("chat_stream", &json!(events));
+    let (back, completed) = replay(stream::ChatAccumulator::default(), &events);
+    assert_eq!(completed, ["call_1", "call_2"]);
+    assert_eq!(back.content, turn.content);
+    assert_eq!(back.stop_reason, turn.stop_reason);
+    assert_eq!(back.usage.output_tokens, 30);
+}
+
+#[test]
+fn responses_stream_encodes_and_accumulates_back_to_the_turn() {
+    let turn = responses::decode_response(&fixture("responses_response")).unwrap();
+    let events = stream::responses_events(&turn);
+    let numbers: Vec<u64> = events
+        .iter()
+        .map(|(_, d)| d["sequence_number"].as_u64().unwrap())
+        .collect();
+    assert_eq!(numbers, (0..events.len() as u64).collect::<Vec<_>>());
+    snapshot("responses_stream", &json!(events));
+    let (back, completed) = replay(stream::ResponsesAccumulator::default(), &events);
+    assert_eq!(completed, ["call_3", "call_4"]);
+    assert_eq!(
+        responses::encode_response(&back),
+        fixture("responses_response")
+    );
+}
+
+#[test]
+fn a_turn_from_one_vendor_streams_in_another() {
+    let turn = responses::decode_response(&fixture("responses_response")).unwrap();
+    let (back, completed) = replay(
+        stream::AnthropicAccumulator::default(),
+        &stream::anthropic_events(&turn),
+    );
+    assert_eq!(completed, ["call_3", "call_4"]);
+    assert_eq!(back.tool_calls().count(), 2);
+    let turn = anthropic::decode_response(&fixture("anthropic_response")).unwrap();
+    let (back, _) = replay(
+        stream::ChatAccumulator::default(),
+        &stream::chat_events(&turn),
+    );
+    assert_eq!(
+        back.tool_calls().next().unwrap().input,
+        json!({"city": "Paris"})
+    );
 }
