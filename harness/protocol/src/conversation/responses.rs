@@ -367,10 +367,17 @@ fn encode_items(messages: &[Message], same: bool) -> Vec<Value> {
                         "arguments": arguments_string(&call.input),
                     }));
                     if let Some(caller) = &call.caller {
-                        item.insert(
-                            "caller".into(),
-                            json!({"type": caller.kind, "caller_id": caller.tool_id}),
-                        );
+                        // Anthropic's `code_execution_*` caller is Responses' `program`.
+                        let kind = if caller.kind.starts_with("code_execution") {
+                            "program"
+                        } else {
+                            &caller.kind
+                        };
+                        let mut c = obj(json!({"type": kind}));
+                        if let Some(id) = &caller.tool_id {
+                            c.insert("caller_id".into(), json!(id));
+                        }
+                        item.insert("caller".into(), Value::Object(c));
                     }
                     extend(&mut item, &call.extra, same);
                     items.push(Value::Object(item));

@@ -418,11 +418,11 @@ pub fn responses_events(turn: &Turn) -> Vec<Event> {
                     if part["type"] == "output_text" {
                         push(
                             "response.output_text.delta",
-                            with(at.clone(), json!({"delta": part["text"]})),
+                            with(at.clone(), json!({"delta": part["text"], "logprobs": []})),
                         );
                         push(
                             "response.output_text.done",
-                            with(at.clone(), json!({"text": part["text"]})),
+                            with(at.clone(), json!({"text": part["text"], "logprobs": []})),
                         );
                     }
                     push(
