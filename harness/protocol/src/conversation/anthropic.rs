@@ -475,6 +475,8 @@ fn encode_image_source(source: &ImageSource) -> Value {
 
 fn encode_block(block: &ContentBlock, same: bool) -> Option<Value> {
     let value = match block {
+        // Anthropic refuses empty text blocks, which other vendors send beside tool calls.
+        ContentBlock::Text { text, .. } if text.is_empty() && !same => return None,
         ContentBlock::Text { text, extra } => {
             with_extra(json!({"type": "text", "text": text}), extra, same)
         }

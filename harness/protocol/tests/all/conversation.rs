@@ -441,3 +441,21 @@ fn a_turn_from_one_vendor_streams_in_another() {
         json!({"city": "Paris"})
     );
 }
+
+#[test]
+fn empty_text_beside_tool_calls_does_not_reach_anthropic() {
+    let body = json!({"model": "m", "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        ]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "done"}
+    ]});
+    let request = chat::decode_request(&body).unwrap();
+    assert_eq!(chat::encode_request(&request), body);
+    let as_anthropic = anthropic::encode_request(&request);
+    assert_eq!(
+        as_anthropic["messages"][1]["content"],
+        json!([{"type": "tool_use", "id": "call_1", "name": "f", "input": {}}])
+    );
+}
