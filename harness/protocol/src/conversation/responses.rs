@@ -588,7 +588,20 @@ pub fn decode_response(body: &Value) -> Result<Turn> {
 pub fn encode_response(turn: &Turn) -> Value {
     let same = turn.origin == Some(Vendor::OpenaiResponses);
     let message = Message::new(Role::Assistant, turn.content.clone());
-    let output = encode_items(std::slice::from_ref(&message), same);
+    let mut output = encode_items(std::slice::from_ref(&message), same);
+    // Output items always carry an id and a status (input items need not).
+    for (n, item) in output.iter_mut().enumerate() {
+        if let Value::Object(item) = item {
+            let prefix = match item.get("type").and_then(Value::as_str) {
+                Some("function_call") => "fc",
+                Some("message") => "msg",
+                _ => continue,
+            };
+            item.entry("id")
+                .or_insert_with(|| json!(format!("{prefix}_{}_{n}", turn.id)));
+            item.entry("status").or_insert_with(|| json!("completed"));
+        }
+    }
     let (status, incomplete) = match &turn.stop_reason {
         Some(StopReason::MaxTokens) => ("incomplete", json!({"reason": "max_output_tokens"})),
         Some(StopReason::Refusal) => ("incomplete", json!({"reason": "content_filter"})),
@@ -602,10 +615,17 @@ pub fn encode_response(turn: &Turn) -> Value {
         "incomplete_details": incomplete,
         "model": turn.model,
         "output": output,
+        // The request's settings echoed; a gateway overwrites them with the client's.
+        "parallel_tool_calls": true,
+        "tool_choice": "auto",
+        "tools": [],
     }));
     let mut usage = obj(json!({
         "input_tokens": turn.usage.input_tokens,
-        "input_tokens_details": {"cached_tokens": turn.usage.cache_read_input_tokens.unwrap_or(0)},
+        "input_tokens_details": {
+            "cached_tokens": turn.usage.cache_read_input_tokens.unwrap_or(0),
+            "cache_write_tokens": turn.usage.cache_creation_input_tokens.unwrap_or(0),
+        },
         "output_tokens": turn.usage.output_tokens,
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": turn.usage.input_tokens + turn.usage.output_tokens,
