@@ -87,9 +87,9 @@ pub fn encode_request(request: &Request) -> Value {
     let input = match &request.messages[..] {
         [m] if m.role == Role::User && m.content_was_string && same => match &m.content[..] {
             [ContentBlock::Text { text, .. }] => json!(text),
-            _ => Value::Array(encode_items(&request.messages, same)),
+            _ => Value::Array(encode_items(&request.messages, same, false)),
         },
-        _ => Value::Array(encode_items(&request.messages, same)),
+        _ => Value::Array(encode_items(&request.messages, same, false)),
     };
     map.insert("input".into(), input);
     let tools: Vec<Value> = request
@@ -320,8 +320,8 @@ fn encode_part(block: &ContentBlock, role: Role, same: bool) -> Option<Value> {
     Some(Value::Object(value))
 }
 
-/// Encode canonical messages as `input` (or `output`) items.
-fn encode_items(messages: &[Message], same: bool) -> Vec<Value> {
+/// Encode canonical messages as `input` items, or as `output` items when `output`.
+fn encode_items(messages: &[Message], same: bool, output: bool) -> Vec<Value> {
     let mut items = Vec::new();
     for message in messages {
         // The message item being filled with parts, if any.
@@ -346,8 +346,14 @@ fn encode_items(messages: &[Message], same: bool) -> Vec<Value> {
                         if let Some(fields) = item_fields {
                             extend(&mut item, fields, true);
                         } else if message.role == Role::Assistant {
-                            item =
-                                obj(json!({"type": "message", "role": "assistant", "content": []}));
+                            // An easy input message: output messages need an id and a status.
+                            item = if output {
+                                obj(json!({"type": "message", "role": "assistant", "content": []}))
+                            } else {
+                                obj(
+                                    json!({"role": "assistant", "content": [], "content_was_string": true}),
+                                )
+                            };
                         }
                         open = Some(item);
                     }
@@ -588,7 +594,7 @@ pub fn decode_response(body: &Value) -> Result<Turn> {
 pub fn encode_response(turn: &Turn) -> Value {
     let same = turn.origin == Some(Vendor::OpenaiResponses);
     let message = Message::new(Role::Assistant, turn.content.clone());
-    let mut output = encode_items(std::slice::from_ref(&message), same);
+    let mut output = encode_items(std::slice::from_ref(&message), same, true);
     // Output items always carry an id and a status (input items need not).
     for (n, item) in output.iter_mut().enumerate() {
         if let Value::Object(item) = item {
