@@ -46,7 +46,7 @@ if ((${#missing[@]})); then
 fi
 # The real clients the server tests drive (tests/e2e). Checked by import, so a machine that
 # has them pays one python3 start, not a pip run.
-if ! python3 -c 'import httpx, mcp' 2>/dev/null; then
+if ! python3 -c 'import httpx, mcp, anthropic, openai' 2>/dev/null; then
     say "installing the Python test clients (tests/requirements.txt)"
     # Debian's own python3 refuses system-wide installs (PEP 668): fall back to --user.
     python3 -m pip install -q -r tests/requirements.txt >&2 ||
