@@ -349,6 +349,29 @@ pub struct ClientToolResult {
     pub is_error: bool,
 }
 
+/// A resume point that is not an event seq: the `Last-Event-ID` header or `?after=` of an
+/// event stream, or the `?after=` of a listing. The caller fixes the request.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("expected an event seq (a non-negative integer), not {shown:?}")]
+pub struct InvalidSeq {
+    /// What was sent, lossily decoded and cut to 64 characters (it is echoed back).
+    pub shown: String,
+}
+
+/// Parses a resume point: the decimal seq of the last event the client has, surrounding
+/// whitespace ignored. Takes bytes because a header value need not be UTF-8.
+pub fn parse_event_seq(raw: &[u8]) -> Result<u64, InvalidSeq> {
+    let invalid = || InvalidSeq {
+        shown: String::from_utf8_lossy(raw).chars().take(64).collect(),
+    };
+    let text = std::str::from_utf8(raw).map_err(|_| invalid())?.trim();
+    // `u64::from_str` would also take a leading `+`; a seq is digits only.
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(invalid());
+    }
+    text.parse().map_err(|_| invalid())
+}
+
 /// A decision on an `ask` approval.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

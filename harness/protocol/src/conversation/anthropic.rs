@@ -158,6 +158,13 @@ pub fn decode_response(body: &Value) -> Result<Turn> {
         Some(Value::Array(items)) => decode_blocks(&items)?,
         _ => Vec::new(),
     };
+    // `null` is Anthropic's "none" (every message carries both keys); kept in `extra` it
+    // would come back on a re-encode next to the value the encoder writes.
+    for key in ["stop_reason", "stop_sequence"] {
+        if map.get(key) == Some(&Value::Null) {
+            map.remove(key);
+        }
+    }
     let stop_reason = match map.get("stop_reason") {
         Some(Value::String(s)) => {
             let reason = decode_stop_reason(s);
@@ -611,5 +618,22 @@ pub(crate) fn extend(map: &mut Map<String, Value>, extra: &Extra, same: bool) {
     }
     for (k, v) in extra {
         map.insert(k.clone(), v.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+    use super::*;
+
+    /// Found by the property tests: `{}` decoded, re-encoded (with `"stop_reason": null`)
+    /// and decoded again kept the nulls in `extra`.
+    #[test]
+    fn null_stop_fields_mean_none_and_do_not_reach_extra() {
+        let turn = decode_response(&json!({})).unwrap();
+        let again = decode_response(&encode_response(&turn)).unwrap();
+        assert_eq!(again, turn);
+        let turn = decode_response(&json!({"stop_reason": null, "stop_sequence": null})).unwrap();
+        assert!(turn.extra.is_empty(), "{:?}", turn.extra);
     }
 }

@@ -133,8 +133,13 @@ pub fn decode_request(body: &Value) -> Result<Request> {
         Some(v) => Some(decode_tool_choice(&v)?),
     };
     let parallel_tool_calls = take_bool(&mut map, "parallel_tool_calls");
-    let max_tokens =
-        take_u64(&mut map, "max_completion_tokens").or_else(|| take_u64(&mut map, "max_tokens"));
+    // The legacy `max_tokens` counts only without `max_completion_tokens`: taking it
+    // beside one that is not a count (kept in `extra`) would re-encode as that one.
+    let max_tokens = if map.contains_key("max_completion_tokens") {
+        take_u64(&mut map, "max_completion_tokens")
+    } else {
+        take_u64(&mut map, "max_tokens")
+    };
     let temperature = take_f64(&mut map, "temperature");
     let top_p = take_f64(&mut map, "top_p");
     let stop_sequences = match map.remove("stop") {
@@ -238,7 +243,9 @@ fn encode_message(message: &Message, same: bool, out: &mut Vec<Value>) {
                 }
             }
             rest.extend(result_images);
-            if rest.is_empty() {
+            // A message of tool results only became `tool` messages above; one that was
+            // empty to begin with stays a (empty) user message.
+            if rest.is_empty() && !message.content.is_empty() {
                 return;
             }
             let content = match &rest[..] {
@@ -635,4 +642,30 @@ pub fn encode_response(turn: &Turn) -> Value {
     map.insert("usage".into(), Value::Object(usage));
     extend(&mut map, &extra, true);
     Value::Object(map)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+    use super::*;
+
+    /// Found by the property tests: a user message with empty content vanished on
+    /// re-encoding.
+    #[test]
+    fn an_empty_user_message_survives_a_round_trip() {
+        let body = json!({"model": "m", "messages": [{"role": "user", "content": []}]});
+        let request = decode_request(&body).unwrap();
+        assert_eq!(request.messages.len(), 1);
+        assert_eq!(decode_request(&encode_request(&request)).unwrap(), request);
+    }
+
+    /// Found by the property tests: `max_tokens` beside a `max_completion_tokens` that is
+    /// not a count came back as that one.
+    #[test]
+    fn max_tokens_beside_an_invalid_max_completion_tokens_is_stable() {
+        let body =
+            json!({"model": "m", "messages": [], "max_completion_tokens": -1, "max_tokens": 16});
+        let request = decode_request(&body).unwrap();
+        assert_eq!(decode_request(&encode_request(&request)).unwrap(), request);
+    }
 }

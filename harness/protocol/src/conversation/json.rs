@@ -19,8 +19,18 @@ pub(crate) fn obj(value: Value) -> Map<String, Value> {
     }
 }
 
-/// Remove and return `key` if it is a string (anything else stays in the map).
+/// Removes `key` when it is `null`, which the vendors' APIs treat as absent. Kept in the
+/// map, it would be written back after the encoder's own value for that key and replace it.
+fn drop_null(map: &mut Map<String, Value>, key: &str) {
+    if map.get(key).is_some_and(Value::is_null) {
+        map.remove(key);
+    }
+}
+
+/// Remove and return `key` if it is a string (`null` is removed; anything else stays in
+/// the map).
 pub(crate) fn take_str(map: &mut Map<String, Value>, key: &str) -> Option<String> {
+    drop_null(map, key);
     match map.get(key) {
         Some(Value::String(_)) => map.remove(key).and_then(|v| v.as_str().map(str::to_owned)),
         _ => None,
@@ -28,19 +38,41 @@ pub(crate) fn take_str(map: &mut Map<String, Value>, key: &str) -> Option<String
 }
 
 pub(crate) fn take_u64(map: &mut Map<String, Value>, key: &str) -> Option<u64> {
+    drop_null(map, key);
     let n = map.get(key).and_then(Value::as_u64)?;
     map.remove(key);
     Some(n)
 }
 
 pub(crate) fn take_f64(map: &mut Map<String, Value>, key: &str) -> Option<f64> {
+    drop_null(map, key);
     let n = map.get(key).and_then(Value::as_f64)?;
     map.remove(key);
     Some(n)
 }
 
 pub(crate) fn take_bool(map: &mut Map<String, Value>, key: &str) -> Option<bool> {
+    drop_null(map, key);
     let b = map.get(key).and_then(Value::as_bool)?;
     map.remove(key);
     Some(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Found by the property tests: `"instructions": null` beside a system message in
+    /// `input` replaced the encoded instructions on the way back.
+    #[test]
+    fn null_is_taken_as_absent() {
+        let mut map = obj(json!({"a": null, "b": null, "c": null, "d": null, "e": 1}));
+        assert_eq!(take_str(&mut map, "a"), None);
+        assert_eq!(take_u64(&mut map, "b"), None);
+        assert_eq!(take_f64(&mut map, "c"), None);
+        assert_eq!(take_bool(&mut map, "d"), None);
+        assert_eq!(take_str(&mut map, "e"), None);
+        assert_eq!(Value::Object(map), json!({"e": 1}));
+    }
 }

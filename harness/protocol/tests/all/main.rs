@@ -3,3 +3,4 @@
 #![allow(clippy::unwrap_used, reason = "tests")]
 
 mod conversation;
+mod properties;
