@@ -432,7 +432,9 @@ impl RegisteredTool {
             .map_err(|error| schema_error(error.to_string()))?;
         let static_text = match &declaration.handler {
             HandlerSpec::Static { result } => Some(Arc::from(result.to_string())),
-            HandlerSpec::Command { argv, timeout_ms, .. } => {
+            HandlerSpec::Command {
+                argv, timeout_ms, ..
+            } => {
                 if argv.is_empty() || argv[0].is_empty() {
                     return Err(RegistryError::EmptyArgv {
                         origin: origin.to_owned(),

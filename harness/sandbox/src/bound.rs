@@ -182,7 +182,10 @@ mod tests {
         let inputs = vec![json!({"q": "y".repeat(5_000)}); 10];
         let mut result = result_with("bad".into(), String::new(), inputs);
         assert!(fit_to_output_limit(&mut result, max));
-        assert!(!result.tool_calls[0].input.is_null(), "the first inputs fit");
+        assert!(
+            !result.tool_calls[0].input.is_null(),
+            "the first inputs fit"
+        );
         assert!(result.tool_calls[9].input.is_null());
     }
 
