@@ -170,17 +170,25 @@ fn memory(caller: &mut Caller<'_, HostState>) -> wasmtime::Result<Memory> {
     }
 }
 
-fn read_guest(caller: &mut Caller<'_, HostState>, ptr: i32, len: i32) -> wasmtime::Result<Vec<u8>> {
-    let memory = memory(caller)?;
+/// The bytes `[ptr, ptr + len)` of a guest memory of `size` bytes, if all are inside it.
+/// The guest chooses `ptr` and `len`: anything else is a bridge violation, never a panic.
+fn guest_range(ptr: i32, len: i32, size: usize) -> Result<std::ops::Range<usize>, &'static str> {
     let (ptr, len) = match (usize::try_from(ptr), usize::try_from(len)) {
         (Ok(ptr), Ok(len)) => (ptr, len),
-        _ => return Err(stop(Stop::Bridge("negative pointer or length".into()))),
+        _ => return Err("negative pointer or length"),
     };
+    match ptr.checked_add(len).filter(|end| *end <= size) {
+        Some(end) => Ok(ptr..end),
+        None => Err("pointer outside guest memory"),
+    }
+}
+
+fn read_guest(caller: &mut Caller<'_, HostState>, ptr: i32, len: i32) -> wasmtime::Result<Vec<u8>> {
+    let memory = memory(caller)?;
     let data = memory.data(&caller);
-    let end = ptr.checked_add(len).filter(|end| *end <= data.len());
-    match end {
-        Some(end) => Ok(data[ptr..end].to_vec()),
-        None => Err(stop(Stop::Bridge("pointer outside guest memory".into()))),
+    match guest_range(ptr, len, data.len()) {
+        Ok(range) => Ok(data[range].to_vec()),
+        Err(why) => Err(stop(Stop::Bridge(why.into()))),
     }
 }
 
@@ -363,4 +371,45 @@ pub(crate) fn add_bridge(linker: &mut Linker<HostState>) -> wasmtime::Result<()>
         },
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::guest_range;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
+
+        /// Whatever pointer and length a guest passes, the host either gets a range inside
+        /// its memory of exactly that length or refuses; it never panics or wraps.
+        #[test]
+        fn guest_ranges_stay_inside_memory(ptr in any::<i32>(), len in any::<i32>(), size in 0usize..(1 << 33)) {
+            match guest_range(ptr, len, size) {
+                Ok(range) => {
+                    prop_assert!(range.end <= size);
+                    prop_assert_eq!(range.start as i64, i64::from(ptr));
+                    prop_assert_eq!(range.len() as i64, i64::from(len));
+                }
+                Err(_) => prop_assert!(ptr < 0 || len < 0 || i64::from(ptr) + i64::from(len) > size as i64),
+            }
+        }
+
+        /// Frames read from guest memory decode to a typed error or a value.
+        #[test]
+        fn guest_frames_never_panic_the_host(frame in prop::collection::vec(any::<u8>(), 0..128)) {
+            let _ = cordon_guest::abi::decode_batch_request(&frame);
+            let _ = cordon_guest::abi::decode_outcome(&frame);
+        }
+    }
+
+    #[test]
+    fn the_edges_of_guest_memory() {
+        assert_eq!(guest_range(0, 0, 0), Ok(0..0));
+        assert_eq!(guest_range(10, 6, 16), Ok(10..16));
+        assert!(guest_range(10, 7, 16).is_err());
+        assert!(guest_range(i32::MAX, i32::MAX, usize::MAX).is_ok());
+        assert!(guest_range(-1, 0, 16).is_err());
+        assert!(guest_range(0, -1, 16).is_err());
+    }
 }

@@ -12,3 +12,4 @@ mod handlers;
 mod policy;
 mod registry;
 mod validation;
+mod properties;
