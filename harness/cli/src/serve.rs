@@ -14,6 +14,13 @@ use cordon_server::guard::parse_allowed_host;
 use cordon_server::http::{DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_COMPUTERS, HttpApi, HttpOptions};
 use cordon_server::store::{Store, default_db_path};
 
+use std::sync::Arc;
+
+use cordon_core::ToolRegistry;
+use cordon_gateway::script::ScriptUpstream;
+use cordon_gateway::{Api, Credential, GatewayOptions, HttpUpstream, Upstream};
+use cordon_server::http::{GatewaySetup, parse_duration};
+
 /// How long open connections may take to finish after Ctrl-C or SIGTERM.
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -70,6 +77,73 @@ pub struct ServeArgs {
     /// Where computer sessions' trajectories go [default: `trajectories/` next to --db].
     #[arg(long, value_name = "DIR")]
     pub trajectories: Option<PathBuf>,
+    /// Put a model behind `POST /v1/messages`: API is anthropic, openai-chat or
+    /// openai-responses and URL what that vendor's SDK takes as base_url; or
+    /// `script=FILE.jsonl`, a recorded model (docs/gateway.md).
+    #[arg(long, value_name = "API=URL")]
+    pub upstream: Option<String>,
+    /// Environment variable holding the upstream's key; without it the client's own key
+    /// is forwarded (never with --token).
+    #[arg(long, value_name = "VAR")]
+    pub upstream_key_env: Option<String>,
+    /// Longest one upstream call may take (500ms, 30s, 10m); past it the client gets 504.
+    #[arg(long, default_value = "600s", value_name = "DURATION", value_parser = parse_duration)]
+    pub upstream_timeout: std::time::Duration,
+    /// Model turns per client request of the gateway.
+    #[arg(long, default_value_t = cordon_gateway::DEFAULT_MAX_TOOL_ROUNDS, value_name = "N")]
+    pub max_tool_rounds: u32,
+    /// Operator server tools the gateway runs itself (the tools-file format).
+    #[arg(long, value_name = "FILE")]
+    pub tools: Option<PathBuf>,
+    /// Idle time after which a gateway code-execution container expires.
+    #[arg(long, default_value = "30m", value_name = "DURATION", value_parser = parse_duration)]
+    pub container_ttl: std::time::Duration,
+}
+
+/// `--upstream` and friends as the server's gateway setup (`None` without `--upstream`).
+fn gateway_setup(args: &ServeArgs) -> anyhow::Result<Option<GatewaySetup>> {
+    let Some(spec) = &args.upstream else {
+        if args.tools.is_some() || args.upstream_key_env.is_some() {
+            bail!("--tools and --upstream-key-env need --upstream API=URL");
+        }
+        return Ok(None);
+    };
+    let Some((api, url)) = spec.split_once('=') else {
+        bail!(
+            "--upstream {spec:?}: expected API=URL (anthropic, openai-chat, openai-responses) \
+             or script=FILE.jsonl"
+        );
+    };
+    let upstream: Arc<dyn Upstream> = if api == "script" {
+        Arc::new(ScriptUpstream::from_file(std::path::Path::new(url))?)
+    } else {
+        let Some(api) = Api::parse(api) else {
+            bail!(
+                "--upstream {spec:?}: the API must be anthropic, openai-chat, openai-responses \
+                 or script"
+            );
+        };
+        if !url.starts_with("http://") && !url.starts_with("https://") {
+            bail!("--upstream {spec:?}: URL must start with http:// or https://");
+        }
+        let key = match &args.upstream_key_env {
+            Some(var) => Some(Credential(std::env::var(var).with_context(|| {
+                format!("--upstream-key-env {var}: the variable is not set")
+            })?)),
+            None => None,
+        };
+        Arc::new(HttpUpstream::new(api, url, args.upstream_timeout)?.with_key(key))
+    };
+    let tools = match &args.tools {
+        Some(path) => Some(ToolRegistry::from_file(path)?),
+        None => None,
+    };
+    let options = GatewayOptions::default()
+        .max_tool_rounds(args.max_tool_rounds)
+        .container_ttl(args.container_ttl);
+    Ok(Some(
+        GatewaySetup::new(upstream).options(options).tools(tools),
+    ))
 }
 
 /// `--retain`: how long histories are kept (`None`: forever).
@@ -113,6 +187,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             args.addr
         );
     }
+    let gateway = gateway_setup(&args)?;
     let db = match args.db {
         Some(path) => path,
         None => default_db_path()
@@ -143,7 +218,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .browser(browser)
         .trajectories(Some(trajectories))
         .max_computers(args.max_computers)
-        .retain(args.retain.0);
+        .retain(args.retain.0)
+        .gateway(gateway);
     let api = HttpApi::new(sandbox, store, options)
         .with_context(|| format!("recovering {}", db.display()))?;
     let stopper = api.shutdown_handle();

@@ -592,6 +592,25 @@ impl Session {
             approver: spec.approver.clone(),
             id,
         };
+        self.execute_request(request)
+    }
+
+    /// Like [`Self::execute`] with this execution's own tools instead of the session's:
+    /// globals persist while each caller's request declares the tools its code may call
+    /// (the model gateway's code-execution containers).
+    pub fn execute_with_tools(&self, code: impl Into<String>, tools: Dispatcher) -> Execution {
+        let spec = &self.spec;
+        self.execute_request(ExecutionRequest {
+            language: spec.language,
+            code: code.into(),
+            tools,
+            limits: spec.limits,
+            approver: spec.approver.clone(),
+            id: None,
+        })
+    }
+
+    fn execute_request(&self, request: ExecutionRequest) -> Execution {
         let (handle, job) = Execution::start(request);
         tokio::spawn(driver::run_in_session(
             self.sandbox.clone(),

@@ -43,6 +43,9 @@ use crate::guard::{HostGuard, guard_requests};
 use crate::hub::{DEFAULT_TTL, Hub, MAX_TTL, spawn_periodic};
 use crate::store::{EventRow, Store, StoreError};
 
+mod gateway;
+pub use gateway::{GatewaySetup, parse_duration};
+
 /// Largest request body accepted by default (tool results may carry up to the default
 /// `max_payload_bytes` of 1 MiB each, several per request).
 pub const DEFAULT_MAX_BODY_BYTES: usize = 8 << 20;
@@ -82,6 +85,8 @@ pub struct HttpOptions {
     /// host) even without a token (`--allow-host-tools`). With a token they are always
     /// accepted.
     pub allow_host_tools: bool,
+    /// The model behind `POST /v1/messages` (`--upstream`); `None`: no gateway.
+    pub gateway: Option<GatewaySetup>,
 }
 
 impl Default for HttpOptions {
@@ -96,6 +101,7 @@ impl Default for HttpOptions {
             retain: Some(DEFAULT_RETAIN),
             allowed_hosts: Vec::new(),
             allow_host_tools: false,
+            gateway: None,
         }
     }
 }
@@ -111,6 +117,7 @@ impl HttpOptions {
         retain: Option<Duration>,
         allowed_hosts: Vec<String>,
         allow_host_tools: bool,
+        gateway: Option<GatewaySetup>,
     }
 }
 
@@ -118,6 +125,7 @@ impl HttpOptions {
 pub struct HttpApi {
     hub: Arc<Hub>,
     computers: Arc<ComputerHub>,
+    gateway: Option<Arc<gateway::Mount>>,
     options: HttpOptions,
     expired_on_start: usize,
 }
@@ -160,6 +168,8 @@ struct App {
     /// Client-declared `command`/`http` tools are accepted (a token is set, or
     /// `--allow-host-tools`).
     host_tools: bool,
+    /// The model gateway (`--upstream`).
+    gateway: Option<Arc<gateway::Mount>>,
 }
 
 impl HttpApi {
@@ -173,6 +183,7 @@ impl HttpApi {
              run it again",
         )?;
         let store = Arc::new(store);
+        let (gateway_sandbox, gateway_store) = (sandbox.clone(), store.clone());
         let hub = Hub::new(sandbox, store.clone(), options.connections.clone());
         hub.spawn_reaper();
         let trajectories = options
@@ -187,12 +198,22 @@ impl HttpApi {
         );
         computers.reap_orphans()?;
         computers.spawn_reaper();
+        let gateway = options.gateway.clone().map(|setup| {
+            Arc::new(gateway::Mount::new(
+                setup,
+                gateway_sandbox,
+                gateway_store,
+                computers.clone(),
+                options.token.is_some(),
+            ))
+        });
         if let Some(retain) = options.retain {
             spawn_retention(&computers, retain);
         }
         Ok(HttpApi {
             hub,
             computers,
+            gateway,
             options,
             expired_on_start,
         })
@@ -219,6 +240,7 @@ impl HttpApi {
             computers: self.computers.clone(),
             token: self.options.token.clone(),
             host_tools: self.options.token.is_some() || self.options.allow_host_tools,
+            gateway: self.gateway.clone(),
         });
         let guard = Arc::new(HostGuard::new(bound, &self.options.allowed_hosts));
         Router::new()
@@ -249,6 +271,7 @@ impl HttpApi {
                 "/v1/computers/{id}/trajectory/{step}/screenshot",
                 get(computer_screenshot),
             )
+            .merge(gateway::routes())
             .fallback(route_not_found)
             .method_not_allowed_fallback(method_not_allowed)
             .layer(middleware::from_fn_with_state(app.clone(), authenticate))
@@ -346,7 +369,14 @@ async fn authenticate(State(app): State<AppState>, request: Request, next: Next)
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "));
+        .and_then(|value| value.strip_prefix("Bearer "))
+        // The anthropic SDK sends its `api_key` as `x-api-key` (the gateway's clients).
+        .or_else(|| {
+            request
+                .headers()
+                .get("x-api-key")
+                .and_then(|value| value.to_str().ok())
+        });
     match presented {
         Some(presented) if constant_time_eq(presented.as_bytes(), token.as_bytes()) => {
             next.run(request).await

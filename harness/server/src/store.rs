@@ -29,8 +29,11 @@ use cordon_protocol::tool::{Locus, ToolDeclaration};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde_json::Value;
 
+mod conversations;
+pub use conversations::{ConversationEntryRow, ConversationRow, NewConversationEntry};
+
 /// Schema version written to `meta`; bump with a migration when the tables change.
-const SCHEMA_VERSION: i64 = 2;
+const SCHEMA_VERSION: i64 = 3;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (
@@ -378,6 +381,7 @@ impl Store {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.execute_batch(SCHEMA)?;
+        conn.execute_batch(conversations::SCHEMA)?;
         let found: Option<String> = conn
             .query_row("SELECT value FROM meta WHERE key = 'schema'", [], |row| {
                 row.get(0)

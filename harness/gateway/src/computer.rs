@@ -1,0 +1,42 @@
+//! Computer use as a server tool: what the gateway needs from whoever owns the computers.
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+/// What one computer action gave.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ComputerOutcome {
+    /// It ran (or failed in a way the model can act on); the model sees this.
+    Done {
+        /// A screenshot after the action: media type and base64 data.
+        screenshot: Option<(String, String)>,
+        /// Text for the model (an error message, or what the action returned).
+        text: Option<String>,
+        /// Whether the model should read it as an error.
+        is_error: bool,
+    },
+    /// A gate asks: the client must approve the action first.
+    NeedsApproval {
+        /// Why, for a human.
+        reason: String,
+    },
+}
+
+/// The computers the gateway may drive, owned by the server (`/v1/computers`).
+pub trait Computers: Send + Sync + std::fmt::Debug {
+    /// Opens a new computer on `url`; its `cmp_…` id.
+    fn open<'a>(&'a self, url: &'a str) -> BoxFuture<'a, Result<String, String>>;
+
+    /// Whether computer `id` is open.
+    fn exists<'a>(&'a self, id: &'a str) -> BoxFuture<'a, bool>;
+
+    /// Runs one Anthropic computer-tool action (`input` of the tool call) on computer `id`.
+    /// `approved` is set when the client approved this call after a gate asked.
+    fn act<'a>(
+        &'a self,
+        id: &'a str,
+        input: &'a Value,
+        approved: bool,
+    ) -> BoxFuture<'a, Result<ComputerOutcome, String>>;
+}

@@ -1,0 +1,370 @@
+//! Code-execution containers: a sandbox session per container (REPL state), and the
+//! execution suspended on client tools between two client requests.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use cordon_core::Dispatcher;
+use cordon_protocol::execution::{
+    ClientToolResult, ExecutionEvent, ExecutionResult, Language, Limits,
+};
+use cordon_protocol::tool::Locus;
+use cordon_sandbox::{ExecutionControl, ResultFuture, Sandbox, Session, SessionSpec};
+use serde_json::{Value, json};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+/// Bytes of stdout, stderr, result and error each given to the model.
+pub const MAX_CODE_OUTPUT: usize = 16 * 1024;
+
+/// A call of a client tool made by a program.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProgramCall {
+    /// The sandbox's call id (the `tool_use` id the client answers).
+    pub id: String,
+    /// Tool name.
+    pub name: String,
+    /// Its input.
+    pub input: Value,
+}
+
+/// An execution while it runs or waits for client results.
+#[derive(Debug)]
+pub(crate) struct Running {
+    events: UnboundedReceiver<ExecutionEvent>,
+    control: ExecutionControl,
+    done: ResultFuture,
+    /// The `srvtoolu_…` id of the code call.
+    pub(crate) server_id: String,
+    /// The code tool's type (`code_execution_20250825`).
+    pub(crate) kind: String,
+    /// Ids of the client calls it waits for.
+    pub(crate) pending: Vec<String>,
+}
+
+/// How a program's run went, so far.
+#[derive(Debug)]
+pub(crate) enum Outcome {
+    /// It ended.
+    Done(ExecutionResult),
+    /// It waits for these client calls.
+    Suspended(Vec<ProgramCall>),
+}
+
+/// A code-execution container.
+#[derive(Debug)]
+pub(crate) struct Container {
+    pub(crate) id: String,
+    session: Session,
+    expires_ms: Mutex<u64>,
+    /// The execution waiting for client results, if any.
+    pub(crate) running: tokio::sync::Mutex<Option<Running>>,
+}
+
+impl Container {
+    pub(crate) fn expires_at(&self) -> String {
+        rfc3339(*lock(&self.expires_ms))
+    }
+
+    fn touch(&self, ttl: Duration) {
+        *lock(&self.expires_ms) = now_ms().saturating_add(ms(ttl));
+    }
+
+    /// Starts `code` with `tools`; runs until it ends or suspends.
+    pub(crate) async fn run(
+        &self,
+        code: &str,
+        tools: Dispatcher,
+        server_id: &str,
+        kind: &str,
+    ) -> (Outcome, Option<Running>) {
+        let execution = self.session.execute_with_tools(code, tools);
+        let (events, control, done) = execution.into_parts();
+        let running = Running {
+            events,
+            control,
+            done,
+            server_id: server_id.to_owned(),
+            kind: kind.to_owned(),
+            pending: Vec::new(),
+        };
+        drive(running).await
+    }
+}
+
+/// Submits results to a suspended execution and runs it to its next stop.
+pub(crate) async fn resume(
+    running: Running,
+    results: Vec<ClientToolResult>,
+) -> Result<(Outcome, Option<Running>), String> {
+    running
+        .control
+        .submit_tool_results(results)
+        .map_err(|e| e.to_string())?;
+    Ok(drive(running).await)
+}
+
+async fn drive(mut running: Running) -> (Outcome, Option<Running>) {
+    let mut batch = Vec::new();
+    while let Some(event) = running.events.recv().await {
+        match event {
+            ExecutionEvent::ToolCall {
+                id,
+                name,
+                input,
+                locus: Locus::Client,
+                ..
+            } => batch.push(ProgramCall { id, name, input }),
+            ExecutionEvent::Awaiting { .. } if !batch.is_empty() => {
+                running.pending = batch.iter().map(|c| c.id.clone()).collect();
+                return (Outcome::Suspended(batch), Some(running));
+            }
+            ExecutionEvent::Completed(result) => return (Outcome::Done(result), None),
+            _ => {}
+        }
+    }
+    (Outcome::Done(running.done.await), None)
+}
+
+/// The containers of one gateway.
+#[derive(Debug)]
+pub(crate) struct Containers {
+    sandbox: Option<Sandbox>,
+    ttl: Duration,
+    map: Mutex<HashMap<String, Arc<Container>>>,
+}
+
+/// Why a named container cannot be used.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ContainerError {
+    /// Never existed (or was removed long ago).
+    #[error("container `{0}` does not exist; omit `container` to start a new one")]
+    Unknown(String),
+    /// Idle longer than its time to live.
+    #[error(
+        "container `{0}` expired (idle longer than its time to live); omit `container` to start a new one"
+    )]
+    Expired(String),
+    /// This gateway has no sandbox.
+    #[error("code execution is not available on this server (no sandbox)")]
+    NoSandbox,
+}
+
+impl Containers {
+    pub(crate) fn new(sandbox: Option<Sandbox>, ttl: Duration) -> Self {
+        Containers {
+            sandbox,
+            ttl,
+            map: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub(crate) fn available(&self) -> bool {
+        self.sandbox.is_some()
+    }
+
+    pub(crate) fn sandbox(&self) -> Option<Sandbox> {
+        self.sandbox.clone()
+    }
+
+    /// Drops expired containers, cancelling what they still run.
+    fn sweep(&self) -> Vec<String> {
+        let now = now_ms();
+        let mut map = lock(&self.map);
+        let expired: Vec<String> = map
+            .iter()
+            .filter(|(_, c)| *lock(&c.expires_ms) <= now)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &expired {
+            if let Some(container) = map.remove(id)
+                && let Ok(mut running) = container.running.try_lock()
+                && let Some(running) = running.take()
+            {
+                running.control.cancel();
+            }
+        }
+        expired
+    }
+
+    /// The container `id`, its expiry pushed back.
+    pub(crate) fn get(&self, id: &str) -> Result<Arc<Container>, ContainerError> {
+        let expired = self.sweep();
+        if expired.iter().any(|e| e == id) {
+            return Err(ContainerError::Expired(id.to_owned()));
+        }
+        let container = lock(&self.map).get(id).cloned();
+        match container {
+            Some(c) => {
+                c.touch(self.ttl);
+                Ok(c)
+            }
+            None if id.starts_with("container_") && self.was_issued(id) => {
+                Err(ContainerError::Expired(id.to_owned()))
+            }
+            None => Err(ContainerError::Unknown(id.to_owned())),
+        }
+    }
+
+    fn was_issued(&self, id: &str) -> bool {
+        ISSUED
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(id)
+    }
+
+    /// A new container.
+    pub(crate) fn create(&self) -> Result<Arc<Container>, ContainerError> {
+        self.sweep();
+        let sandbox = self.sandbox.as_ref().ok_or(ContainerError::NoSandbox)?;
+        let limits = Limits {
+            // The program waits for the client between two requests: as long as the
+            // container lives.
+            client_tool_timeout_ms: ms(self.ttl),
+            ..Limits::default()
+        };
+        let spec = SessionSpec::new(
+            Language::Python,
+            Dispatcher::new(Arc::new(cordon_core::ToolRegistry::empty())),
+        )
+        .limits(limits);
+        let id = crate::fresh_id("container");
+        ISSUED
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(id.clone());
+        let container = Arc::new(Container {
+            id: id.clone(),
+            session: sandbox.session(spec),
+            expires_ms: Mutex::new(now_ms().saturating_add(ms(self.ttl))),
+            running: tokio::sync::Mutex::new(None),
+        });
+        lock(&self.map).insert(id, container.clone());
+        Ok(container)
+    }
+}
+
+/// Ids of every container handed out by this process, so an expired one is told apart
+/// from one that never existed (ids only: a few dozen bytes each).
+static ISSUED: std::sync::LazyLock<Mutex<std::collections::HashSet<String>>> =
+    std::sync::LazyLock::new(|| Mutex::new(std::collections::HashSet::new()));
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+pub(crate) fn now_ms() -> u64 {
+    let since = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO);
+    ms(since)
+}
+
+/// Cuts `text` to `max` bytes on a character boundary, saying so.
+pub(crate) fn bounded(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}\n[… {} more bytes cut]", &text[..end], text.len() - end)
+}
+
+/// What the model reads as the code tool's result.
+pub(crate) fn model_text(result: &ExecutionResult) -> String {
+    let mut out = String::new();
+    if !result.stdout.is_empty() {
+        out.push_str(&format!(
+            "stdout:\n{}\n",
+            bounded(&result.stdout, MAX_CODE_OUTPUT)
+        ));
+    }
+    if !result.stderr.is_empty() {
+        out.push_str(&format!(
+            "stderr:\n{}\n",
+            bounded(&result.stderr, MAX_CODE_OUTPUT)
+        ));
+    }
+    if !result.result.is_null() {
+        let value = match &result.result {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        out.push_str(&format!("result: {}\n", bounded(&value, MAX_CODE_OUTPUT)));
+    }
+    if let Some(error) = &result.error {
+        out.push_str(&format!(
+            "error: {}: {}\n{}",
+            error.error_type,
+            bounded(&error.message, MAX_CODE_OUTPUT),
+            bounded(&error.traceback, MAX_CODE_OUTPUT)
+        ));
+    }
+    if out.is_empty() {
+        out.push_str("(no output)");
+    }
+    out.trim_end().to_owned()
+}
+
+/// The `code_execution_tool_result` content shown to the client.
+pub(crate) fn client_result(result: &ExecutionResult) -> Value {
+    let mut stderr = bounded(&result.stderr, MAX_CODE_OUTPUT);
+    if let Some(error) = &result.error {
+        if !stderr.is_empty() && !stderr.ends_with('\n') {
+            stderr.push('\n');
+        }
+        stderr.push_str(&format!(
+            "{}{}: {}",
+            bounded(&error.traceback, MAX_CODE_OUTPUT),
+            error.error_type,
+            bounded(&error.message, MAX_CODE_OUTPUT)
+        ));
+    }
+    let mut stdout = bounded(&result.stdout, MAX_CODE_OUTPUT);
+    if !result.result.is_null() && result.error.is_none() {
+        let value = match &result.result {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        if stdout.is_empty() {
+            stdout = bounded(&value, MAX_CODE_OUTPUT);
+        }
+    }
+    json!({
+        "type": "code_execution_result",
+        "stdout": stdout,
+        "stderr": stderr,
+        "return_code": if result.error.is_some() { 1 } else { 0 },
+        "content": [],
+    })
+}
+
+/// Unix milliseconds as RFC 3339 UTC.
+pub(crate) fn rfc3339(unix_ms: u64) -> String {
+    let secs = unix_ms / 1000;
+    let millis = unix_ms % 1000;
+    let days = i64::try_from(secs / 86_400).unwrap_or(0);
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}

@@ -1,0 +1,132 @@
+//! Conversation records: what the gateway tells its store about each step.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use serde_json::{Value, json};
+
+/// One recorded step of a conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    /// `request`, `model_turn`, `tool_call`, `tool_result`, `approval`, `response`, `error`.
+    pub kind: &'static str,
+    /// The tool call it is about (tool calls, results, approvals).
+    pub call_id: Option<String>,
+    /// The model round within the client request (model turns).
+    pub round: Option<u32>,
+    /// How long it took, in milliseconds (model turns, tool results, responses).
+    pub duration_ms: Option<u64>,
+    /// The step itself.
+    pub data: Value,
+}
+
+impl Entry {
+    /// An entry of `kind` with `data`.
+    pub fn new(kind: &'static str, data: Value) -> Self {
+        Entry {
+            kind,
+            call_id: None,
+            round: None,
+            duration_ms: None,
+            data,
+        }
+    }
+
+    /// Sets the call id.
+    pub fn call(mut self, id: &str) -> Self {
+        self.call_id = Some(id.to_owned());
+        self
+    }
+
+    /// Sets the round.
+    pub fn round(mut self, round: u32) -> Self {
+        self.round = Some(round);
+        self
+    }
+
+    /// Sets the duration.
+    pub fn took(mut self, started: std::time::Instant) -> Self {
+        self.duration_ms = Some(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX));
+        self
+    }
+}
+
+/// Where conversations are recorded. Recording never fails a request: implementations
+/// report their own failures.
+pub trait Recorder: Send + Sync + std::fmt::Debug {
+    /// A conversation starts (`upstream` is `API=URL`).
+    fn begin(&self, conversation: &str, upstream: &str);
+    /// Appends one entry.
+    fn record(&self, conversation: &str, entry: Entry);
+    /// The conversation in which the gateway handed out tool call `call_id`, if any.
+    fn conversation_of_call(&self, call_id: &str) -> Option<String>;
+}
+
+/// Records nothing (bench mode).
+#[derive(Debug, Default)]
+pub struct NoRecorder;
+
+impl Recorder for NoRecorder {
+    fn begin(&self, _conversation: &str, _upstream: &str) {}
+    fn record(&self, _conversation: &str, _entry: Entry) {}
+    fn conversation_of_call(&self, _call_id: &str) -> Option<String> {
+        None
+    }
+}
+
+/// Keeps conversations in memory (tests, library use).
+#[derive(Debug, Default)]
+pub struct MemoryRecorder {
+    conversations: Mutex<HashMap<String, Vec<Entry>>>,
+}
+
+impl MemoryRecorder {
+    /// The entries of a conversation.
+    pub fn entries(&self, conversation: &str) -> Vec<Entry> {
+        self.lock().get(conversation).cloned().unwrap_or_default()
+    }
+
+    /// A conversation as JSON (the shape of `GET /v1/conversations/{id}`, without times).
+    pub fn to_json(&self, conversation: &str) -> Value {
+        let entries: Vec<Value> = self
+            .entries(conversation)
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                json!({"seq": i + 1, "kind": e.kind, "call_id": e.call_id, "round": e.round,
+                       "duration_ms": e.duration_ms, "data": e.data})
+            })
+            .collect();
+        json!({"id": conversation, "entries": entries})
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<Entry>>> {
+        self.conversations
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl Recorder for MemoryRecorder {
+    fn begin(&self, conversation: &str, _upstream: &str) {
+        self.lock().entry(conversation.to_owned()).or_default();
+    }
+
+    fn record(&self, conversation: &str, entry: Entry) {
+        self.lock()
+            .entry(conversation.to_owned())
+            .or_default()
+            .push(entry);
+    }
+
+    fn conversation_of_call(&self, call_id: &str) -> Option<String> {
+        self.lock()
+            .iter()
+            .find(|(_, entries)| {
+                entries
+                    .iter()
+                    .any(|e| e.kind == "tool_call" && e.call_id.as_deref() == Some(call_id))
+            })
+            .map(|(id, _)| id.clone())
+    }
+}

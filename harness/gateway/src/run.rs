@@ -1,0 +1,1259 @@
+//! The model loop of one client request.
+//!
+//! 1. Decode the client's request; turn `cordon_approval` blocks into placeholders so
+//!    pairing can be checked; check pairing (nothing has run yet).
+//! 2. Build the model's view of the conversation: server-tool blocks become the function
+//!    calls the model made, program-made calls and their results disappear.
+//! 3. Finish what the client answered: resume a suspended program, run approved calls.
+//! 4. Ask the model, run its server-tool calls, feed results back, until the model ends
+//!    its turn, something needs the client, or the round cap.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Instant;
+
+use cordon_core::{ApproveListed, CallContext, Dispatcher, ToolRegistry};
+use cordon_protocol::conversation::{
+    ContentBlock, Extra, FunctionTool, ImageSource, Message, Request, Role, StopReason, ToolCall,
+    ToolCaller, ToolDefinition, ToolResult, ToolResultContent, Turn, Usage, Vendor, anthropic,
+    encode_error, validate_pairing,
+};
+use cordon_protocol::execution::ClientToolResult;
+use cordon_protocol::tool::{HandlerSpec, Policy, ToolDeclaration};
+use serde_json::{Value, json};
+
+use crate::ptc::{self, Container, Outcome, ProgramCall};
+use crate::record::Entry;
+use crate::{ComputerOutcome, Inner, MessagesCall, MessagesReply, fresh_id};
+
+/// The name the code tool has for the model.
+const CODE_TOOL: &str = "code_execution";
+/// Marks a placeholder tool result standing for a `cordon_approval` block.
+const APPROVAL_MARK: &str = "cordon_approval";
+
+/// A reply that ends the request early.
+struct Fail {
+    status: u16,
+    kind: &'static str,
+    message: String,
+}
+
+fn fail(status: u16, kind: &'static str, message: impl Into<String>) -> Fail {
+    Fail {
+        status,
+        kind,
+        message: message.into(),
+    }
+}
+
+fn bad_request(message: impl Into<String>) -> Fail {
+    fail(400, "invalid_request_error", message)
+}
+
+/// A client decision on an `ask` call.
+#[derive(Debug, Clone)]
+struct Approval {
+    call_id: String,
+    granted: bool,
+    reason: Option<String>,
+}
+
+/// Programmatic tool calling set up for this request.
+struct Ptc {
+    /// The declared type (`code_execution_20250825`).
+    kind: String,
+    /// Client tools callable from programs.
+    tools: Dispatcher,
+}
+
+/// Everything one request carries through the loop.
+struct Run<'a> {
+    gw: &'a Inner,
+    conversation: String,
+    credential: Option<crate::Credential>,
+    base: Request,
+    offered: Vec<ToolDefinition>,
+    /// Names of client tools (a client tool shadows an operator tool of the same name).
+    client_names: HashSet<String>,
+    ptc: Option<Ptc>,
+    /// The bound computer and the tool's name.
+    computer: Option<(String, String)>,
+    container: Option<Arc<Container>>,
+    /// Blocks shown before the final turn's (code results of earlier rounds).
+    shown: Vec<ContentBlock>,
+    usage: Usage,
+}
+
+pub(crate) async fn messages(gw: &Inner, call: MessagesCall) -> MessagesReply {
+    let conversation = conversation_id(gw, &call);
+    gw.recorder.begin(&conversation, &gw.upstream.describe());
+    gw.recorder
+        .record(&conversation, Entry::new("request", call.body.clone()));
+    let started = Instant::now();
+    let stream = call.body.get("stream") == Some(&Value::Bool(true));
+    let mut computer_id = None;
+    let outcome = handle(gw, &conversation, call, &mut computer_id).await;
+    let reply = match outcome {
+        Ok((turn, stop)) => {
+            let body = anthropic::encode_response(&turn);
+            MessagesReply {
+                status: 200,
+                body,
+                turn: Some(turn),
+                conversation_id: conversation.clone(),
+                stop,
+                computer: computer_id,
+                stream,
+            }
+        }
+        Err(error) => {
+            gw.recorder.record(
+                &conversation,
+                Entry::new(
+                    "error",
+                    json!({"status": error.status, "type": error.kind, "message": error.message}),
+                ),
+            );
+            let body = encode_error(Vendor::Anthropic, error.status, error.kind, &error.message);
+            MessagesReply {
+                status: body.status,
+                body: body.body,
+                turn: None,
+                conversation_id: conversation.clone(),
+                stop: None,
+                computer: computer_id,
+                stream,
+            }
+        }
+    };
+    gw.recorder.record(
+        &conversation,
+        Entry::new(
+            "response",
+            json!({
+                "status": reply.status,
+                "stop_reason": reply.body.get("stop_reason"),
+                "stop": reply.stop,
+                "content": reply.body.get("content"),
+                "container": reply.body.get("container"),
+            }),
+        )
+        .took(started),
+    );
+    reply
+}
+
+/// The conversation a request belongs to: the one it names, the one whose tool call its
+/// last assistant message holds, or a new one.
+fn conversation_id(gw: &Inner, call: &MessagesCall) -> String {
+    if let Some(id) = &call.conversation
+        && id.starts_with("conv_")
+        && id.len() <= 64
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        return id.clone();
+    }
+    let last_assistant = call
+        .body
+        .get("messages")
+        .and_then(Value::as_array)
+        .and_then(|m| m.iter().rev().find(|m| m["role"] == "assistant"));
+    if let Some(content) = last_assistant.and_then(|m| m["content"].as_array()) {
+        for block in content {
+            if let Some(id) = block.get("id").and_then(Value::as_str)
+                && let Some(found) = gw.recorder.conversation_of_call(id)
+            {
+                return found;
+            }
+        }
+    }
+    fresh_id("conv")
+}
+
+async fn handle(
+    gw: &Inner,
+    conversation: &str,
+    call: MessagesCall,
+    computer_id: &mut Option<String>,
+) -> Result<(Turn, Option<&'static str>), Fail> {
+    let mut request = anthropic::decode_request(&call.body)
+        .map_err(|e| bad_request(format!("the request is not a valid Messages request: {e}")))?;
+    if request.messages.is_empty() {
+        return Err(bad_request("`messages` must not be empty"));
+    }
+    let container_param = match request.extra.remove("container") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(id)) => Some(id),
+        Some(Value::Object(c)) => c.get("id").and_then(Value::as_str).map(str::to_owned),
+        Some(_) => return Err(bad_request("`container` must be a container id")),
+    };
+    let approvals = take_approvals(&mut request)?;
+    validate_pairing(&request).map_err(|e| bad_request(e.to_string()))?;
+
+    let mut run = Run {
+        gw,
+        conversation: conversation.to_owned(),
+        credential: call.credential.filter(|_| gw.options.forward_client_key),
+        base: request.clone(),
+        offered: Vec::new(),
+        client_names: HashSet::new(),
+        ptc: None,
+        computer: None,
+        container: None,
+        shown: Vec::new(),
+        usage: Usage::default(),
+    };
+    run.setup_tools(&request.tools, call.computer.as_deref(), computer_id)
+        .await?;
+    if let Some(id) = &container_param {
+        let container = gw
+            .containers
+            .get(id)
+            .map_err(|e| bad_request(e.to_string()))?;
+        run.container = Some(container);
+    }
+    record_client_results(&run, &request);
+
+    let program_ids = program_call_ids(&request.messages);
+    let mut view = model_view(&request.messages, &program_ids);
+
+    // What the client answered: a suspended program's calls, approvals.
+    if let Some(reply) = run.resume_program(&request, &mut view).await? {
+        return Ok((reply, None));
+    }
+    run.apply_approvals(&approvals, &request, &mut view).await?;
+    run.rounds(view).await
+}
+
+/// Replaces each `cordon_approval` block of the last user message by a placeholder tool
+/// result (so pairing can be checked) and returns the decisions.
+fn take_approvals(request: &mut Request) -> Result<Vec<Approval>, Fail> {
+    let mut approvals = Vec::new();
+    let Some(last) = request.messages.last_mut() else {
+        return Ok(approvals);
+    };
+    if last.role != Role::User {
+        return Ok(approvals);
+    }
+    for block in &mut last.content {
+        let ContentBlock::Opaque { data, .. } = block else {
+            continue;
+        };
+        if data["type"] != APPROVAL_MARK {
+            continue;
+        }
+        let call_id = data["tool_use_id"]
+            .as_str()
+            .ok_or_else(|| bad_request("a `cordon_approval` block needs `tool_use_id`"))?
+            .to_owned();
+        let granted = data["granted"].as_bool().ok_or_else(|| {
+            bad_request("a `cordon_approval` block needs `granted` (true or false)")
+        })?;
+        let reason = data["reason"].as_str().map(str::to_owned);
+        let mut extra = Extra::new();
+        extra.insert(APPROVAL_MARK.into(), json!(granted));
+        *block = ContentBlock::ToolResult(ToolResult {
+            call_id: call_id.clone(),
+            content: ToolResultContent::Text(String::new()),
+            is_error: false,
+            extra,
+        });
+        approvals.push(Approval {
+            call_id,
+            granted,
+            reason,
+        });
+    }
+    Ok(approvals)
+}
+
+fn record_client_results(run: &Run<'_>, request: &Request) {
+    let Some(last) = request.messages.last() else {
+        return;
+    };
+    for block in &last.content {
+        if let ContentBlock::ToolResult(result) = block
+            && !result.extra.contains_key(APPROVAL_MARK)
+        {
+            run.gw.recorder.record(
+                &run.conversation,
+                Entry::new(
+                    "tool_result",
+                    json!({"from": "client", "content": result_json(result), "is_error": result.is_error}),
+                )
+                .call(&result.call_id),
+            );
+        }
+    }
+}
+
+fn result_json(result: &ToolResult) -> Value {
+    match &result.content {
+        ToolResultContent::Text(t) => json!(t),
+        ToolResultContent::Blocks(b) => Value::Array(anthropic::encode_blocks(b, true)),
+    }
+}
+
+/// Ids of tool calls made by programs (their `caller` is a code-execution tool).
+fn program_call_ids(messages: &[Message]) -> HashSet<String> {
+    messages
+        .iter()
+        .flat_map(|m| &m.content)
+        .filter_map(|b| match b {
+            ContentBlock::ToolCall(c) if is_program_call(c) => Some(c.id.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn is_program_call(call: &ToolCall) -> bool {
+    call.caller
+        .as_ref()
+        .is_some_and(|c| c.kind.starts_with("code_execution"))
+}
+
+/// The conversation as the model saw it: `server_tool_use` blocks are the model's function
+/// calls, `*_tool_result` blocks their results (in the user message after the call), and
+/// calls made by programs, with their results, are not there at all.
+pub(crate) fn model_view(messages: &[Message], program_ids: &HashSet<String>) -> Vec<Message> {
+    let mut flat: Vec<(Role, ContentBlock)> = Vec::new();
+    let mut pending: Vec<ContentBlock> = Vec::new();
+    for message in messages {
+        match message.role {
+            Role::Assistant => {
+                let mut calls_here: HashSet<String> = HashSet::new();
+                for block in &message.content {
+                    match block {
+                        ContentBlock::ServerToolCall {
+                            id, name, input, ..
+                        } => {
+                            calls_here.insert(id.clone());
+                            flat.push((
+                                Role::Assistant,
+                                ContentBlock::ToolCall(ToolCall {
+                                    id: id.clone(),
+                                    name: name.clone(),
+                                    input: input.clone(),
+                                    caller: None,
+                                    extra: Extra::new(),
+                                }),
+                            ));
+                        }
+                        ContentBlock::ServerToolResult {
+                            tool_use_id,
+                            content,
+                            ..
+                        } => {
+                            let result = ContentBlock::ToolResult(ToolResult {
+                                call_id: tool_use_id.clone(),
+                                content: ToolResultContent::Text(server_result_text(content)),
+                                is_error: false,
+                                extra: Extra::new(),
+                            });
+                            if calls_here.contains(tool_use_id) {
+                                pending.push(result);
+                            } else {
+                                // The result of a call in an earlier message: that turn ends.
+                                flat.extend(pending.drain(..).map(|b| (Role::User, b)));
+                                flat.push((Role::User, result));
+                            }
+                        }
+                        ContentBlock::ToolCall(c) if program_ids.contains(&c.id) => {}
+                        other => flat.push((Role::Assistant, other.clone())),
+                    }
+                }
+            }
+            Role::User => {
+                flat.extend(pending.drain(..).map(|b| (Role::User, b)));
+                for block in &message.content {
+                    match block {
+                        ContentBlock::ToolResult(r) if program_ids.contains(&r.call_id) => {}
+                        other => flat.push((Role::User, other.clone())),
+                    }
+                }
+            }
+        }
+    }
+    flat.extend(pending.drain(..).map(|b| (Role::User, b)));
+    let mut out: Vec<Message> = Vec::new();
+    for (role, block) in flat {
+        match out.last_mut() {
+            Some(last) if last.role == role => last.content.push(block),
+            _ => out.push(Message::new(role, vec![block])),
+        }
+    }
+    // Keep the client's string form of a lone text message (vendors render it the same).
+    for (message, original) in out.iter_mut().zip(messages) {
+        if original.content_was_string && message.content == original.content {
+            message.content_was_string = true;
+        }
+    }
+    out
+}
+
+/// The text a model reads for a code-execution result block shown to the client.
+fn server_result_text(content: &Value) -> String {
+    match content.get("type").and_then(Value::as_str) {
+        Some("code_execution_result") => {
+            let mut out = String::new();
+            for key in ["stdout", "stderr"] {
+                if let Some(text) = content[key].as_str().filter(|t| !t.is_empty()) {
+                    out.push_str(&format!("{key}:\n{text}\n"));
+                }
+            }
+            if content["return_code"].as_i64().unwrap_or(0) != 0 {
+                out.push_str(&format!("return_code: {}\n", content["return_code"]));
+            }
+            if out.is_empty() {
+                "(no output)".to_owned()
+            } else {
+                out.trim_end().to_owned()
+            }
+        }
+        _ => content.to_string(),
+    }
+}
+
+fn code_tool_description(ptc_tools: &ToolRegistry) -> String {
+    let mut text = String::from(
+        "Run Python code in a sandbox (no network, no files). The final expression's value \
+         and everything printed are returned to you; nothing else is. Variables persist \
+         between calls in the same container.",
+    );
+    if !ptc_tools.is_empty() {
+        text.push_str(
+            "\n\nThese tools are async functions in the program's globals: call them with \
+             `await`, e.g. `r = await name(arg=value)`, and run several at once with \
+             `await asyncio.gather(...)` (import asyncio). Their results reach only the \
+             program: print what you need.\n",
+        );
+        for tool in ptc_tools.iter() {
+            let d = &tool.declaration;
+            text.push_str(&format!(
+                "\n- `{}`: {} Input schema: {}",
+                d.name,
+                if d.description.is_empty() {
+                    "(no description)"
+                } else {
+                    d.description.as_str()
+                },
+                d.input_schema
+            ));
+        }
+    }
+    text
+}
+
+/// Anthropic's computer tool as a function tool, for upstreams without the built-in.
+fn computer_function(name: &str, data: &Value) -> ToolDefinition {
+    let width = data["display_width_px"].as_u64().unwrap_or(1024);
+    let height = data["display_height_px"].as_u64().unwrap_or(768);
+    ToolDefinition::Function(FunctionTool {
+        name: name.to_owned(),
+        description: Some(format!(
+            "Use a computer with a {width}x{height} screen through screenshots and mouse and \
+             keyboard actions. Every action returns a screenshot. Coordinates are [x, y] pixels \
+             of the screenshot."
+        )),
+        input_schema: json!({
+            "type": "object",
+            "properties": {
+                "action": {"type": "string", "enum": [
+                    "screenshot", "left_click", "right_click", "middle_click", "double_click",
+                    "triple_click", "mouse_move", "left_click_drag", "type", "key", "scroll",
+                    "wait", "cursor_position", "zoom"]},
+                "coordinate": {"type": "array", "items": {"type": "integer"}},
+                "start_coordinate": {"type": "array", "items": {"type": "integer"}},
+                "text": {"type": "string"},
+                "scroll_direction": {"type": "string", "enum": ["up", "down", "left", "right"]},
+                "scroll_amount": {"type": "integer"},
+                "duration": {"type": "number"},
+                "region": {"type": "array", "items": {"type": "integer"}}
+            },
+            "required": ["action"]
+        }),
+        allowed_callers: Vec::new(),
+        extra: Extra::new(),
+    })
+}
+
+fn text_turn(model: &str, text: &str) -> Turn {
+    Turn {
+        origin: Some(Vendor::Anthropic),
+        id: fresh_id("msg"),
+        model: model.to_owned(),
+        content: vec![ContentBlock::text(text)],
+        stop_reason: Some(StopReason::EndTurn),
+        stop_sequence: None,
+        usage: Usage::default(),
+        container: None,
+        extra: Extra::new(),
+    }
+}
+
+/// What a model's tool call is.
+enum Kind {
+    Code,
+    Computer,
+    Operator,
+    Client,
+}
+
+impl Run<'_> {
+    async fn setup_tools(
+        &mut self,
+        tools: &[ToolDefinition],
+        computer_header: Option<&str>,
+        computer_id: &mut Option<String>,
+    ) -> Result<(), Fail> {
+        let mut ptc_kind: Option<String> = None;
+        for tool in tools {
+            if let ToolDefinition::BuiltIn { kind, .. } = tool
+                && kind.starts_with("code_execution_")
+            {
+                ptc_kind = Some(kind.clone());
+            }
+        }
+        let mut ptc_decls = Vec::new();
+        for tool in tools {
+            match tool {
+                ToolDefinition::Function(f) => {
+                    self.client_names.insert(f.name.clone());
+                    let programmatic = ptc_kind
+                        .as_ref()
+                        .is_some_and(|k| f.allowed_callers.iter().any(|c| c == k));
+                    if programmatic {
+                        ptc_decls.push(ToolDeclaration {
+                            name: f.name.clone(),
+                            description: f.description.clone().unwrap_or_default(),
+                            input_schema: f.input_schema.clone(),
+                            policy: Policy::Allow,
+                            handler: HandlerSpec::Client {},
+                        });
+                    }
+                    let direct = f.allowed_callers.is_empty()
+                        || f.allowed_callers.iter().any(|c| c == "direct");
+                    if direct {
+                        let mut offered = f.clone();
+                        offered.allowed_callers.clear();
+                        self.offered.push(ToolDefinition::Function(offered));
+                    }
+                }
+                ToolDefinition::BuiltIn { kind, .. } if kind.starts_with("code_execution_") => {}
+                ToolDefinition::BuiltIn { kind, data, .. } if kind.starts_with("computer_") => {
+                    let name = data["name"].as_str().unwrap_or("computer").to_owned();
+                    match (computer_header, &self.gw.computers) {
+                        (Some(binding), Some(computers)) => {
+                            let id = if binding.starts_with("http://")
+                                || binding.starts_with("https://")
+                            {
+                                computers.open(binding).await.map_err(|e| {
+                                    bad_request(format!(
+                                        "x-cordon-computer: cannot open {binding}: {e}"
+                                    ))
+                                })?
+                            } else if computers.exists(binding).await {
+                                binding.to_owned()
+                            } else {
+                                return Err(bad_request(format!(
+                                    "x-cordon-computer: no open computer `{binding}` (POST /v1/computers opens one, or pass a URL)"
+                                )));
+                            };
+                            *computer_id = Some(id.clone());
+                            self.computer = Some((id, name.clone()));
+                        }
+                        (Some(_), None) => {
+                            return Err(bad_request(
+                                "x-cordon-computer: this server runs no computers",
+                            ));
+                        }
+                        // Unbound: a client tool like any other.
+                        (None, _) => {
+                            self.client_names.insert(name.clone());
+                        }
+                    }
+                    if self.gw.upstream.api() == crate::Api::Anthropic {
+                        self.offered.push(tool.clone());
+                    } else {
+                        self.offered.push(computer_function(&name, data));
+                    }
+                }
+                other => self.offered.push(other.clone()),
+            }
+        }
+        if let Some(kind) = ptc_kind {
+            if !self.gw.containers.available() {
+                return Err(bad_request(format!(
+                    "`{kind}`: code execution is not available on this server"
+                )));
+            }
+            let registry = ToolRegistry::new(ptc_decls)
+                .map_err(|e| bad_request(format!("tools callable from code execution: {e}")))?;
+            self.offered.push(ToolDefinition::Function(FunctionTool {
+                name: CODE_TOOL.to_owned(),
+                description: Some(code_tool_description(&registry)),
+                input_schema: json!({
+                    "type": "object",
+                    "properties": {"code": {"type": "string", "description": "Python code to run"}},
+                    "required": ["code"],
+                }),
+                allowed_callers: Vec::new(),
+                extra: Extra::new(),
+            }));
+            self.ptc = Some(Ptc {
+                kind,
+                tools: Dispatcher::new(Arc::new(registry)),
+            });
+        }
+        if let Some(operator) = &self.gw.operator {
+            for tool in operator.registry().iter() {
+                let d = &tool.declaration;
+                if self.client_names.contains(&d.name) || d.policy == Policy::Deny {
+                    continue;
+                }
+                self.offered.push(ToolDefinition::Function(FunctionTool {
+                    name: d.name.clone(),
+                    description: (!d.description.is_empty()).then(|| d.description.clone()),
+                    input_schema: d.input_schema.clone(),
+                    allowed_callers: Vec::new(),
+                    extra: Extra::new(),
+                }));
+            }
+        }
+        Ok(())
+    }
+
+    fn kind_of(&self, call: &ToolCall) -> Kind {
+        if self.ptc.is_some() && call.name == CODE_TOOL {
+            return Kind::Code;
+        }
+        if let Some((_, name)) = &self.computer
+            && *name == call.name
+        {
+            return Kind::Computer;
+        }
+        if !self.client_names.contains(&call.name)
+            && self
+                .gw
+                .operator
+                .as_ref()
+                .is_some_and(|o| o.registry().get(&call.name).is_some())
+        {
+            return Kind::Operator;
+        }
+        Kind::Client
+    }
+
+    fn record(&self, entry: Entry) {
+        self.gw.recorder.record(&self.conversation, entry);
+    }
+
+    /// Resumes the container's suspended program with the results in the last user
+    /// message. Returns the reply when the program suspends again.
+    async fn resume_program(
+        &mut self,
+        request: &Request,
+        view: &mut Vec<Message>,
+    ) -> Result<Option<Turn>, Fail> {
+        let Some(container) = self.container.clone() else {
+            return Ok(None);
+        };
+        let mut slot = container.running.lock().await;
+        let Some(running) = slot.take() else {
+            return Ok(None);
+        };
+        let Some(last) = request.messages.last().filter(|m| m.role == Role::User) else {
+            *slot = Some(running);
+            return Ok(None);
+        };
+        let mut results = Vec::new();
+        for block in &last.content {
+            if let ContentBlock::ToolResult(r) = block
+                && running.pending.contains(&r.call_id)
+            {
+                results.push(ClientToolResult {
+                    call_id: r.call_id.clone(),
+                    output: program_value(&r.content),
+                    is_error: r.is_error,
+                });
+            }
+        }
+        if results.is_empty() {
+            // This request does not answer the program: it stays suspended.
+            let pending = running.pending.join(", ");
+            *slot = Some(running);
+            return Err(bad_request(format!(
+                "container `{}` has a program waiting for tool results ({pending}); answer them with tool_result blocks",
+                container.id
+            )));
+        }
+        let server_id = running.server_id.clone();
+        let kind = running.kind.clone();
+        let started = Instant::now();
+        let (outcome, still) = ptc::resume(running, results)
+            .await
+            .map_err(|e| bad_request(format!("tool results for the program: {e}")))?;
+        *slot = still;
+        drop(slot);
+        match outcome {
+            Outcome::Suspended(calls) => {
+                let content = self.program_blocks(&calls, &server_id, &kind);
+                Ok(Some(self.reply_turn(content, StopReason::ToolUse, None)))
+            }
+            Outcome::Done(result) => {
+                self.record(
+                    Entry::new(
+                        "tool_result",
+                        json!({"runs": "code_execution", "result": result}),
+                    )
+                    .call(&server_id)
+                    .took(started),
+                );
+                self.shown.push(ContentBlock::ServerToolResult {
+                    kind: "code_execution_tool_result".into(),
+                    tool_use_id: server_id.clone(),
+                    content: ptc::client_result(&result),
+                    extra: Extra::new(),
+                });
+                push_user(
+                    view,
+                    ContentBlock::ToolResult(ToolResult {
+                        call_id: server_id,
+                        content: ToolResultContent::Text(ptc::model_text(&result)),
+                        is_error: result.error.is_some(),
+                        extra: Extra::new(),
+                    }),
+                );
+                Ok(None)
+            }
+        }
+    }
+
+    /// Runs approved calls and denies the others, replacing their placeholders.
+    async fn apply_approvals(
+        &mut self,
+        approvals: &[Approval],
+        request: &Request,
+        view: &mut [Message],
+    ) -> Result<(), Fail> {
+        if approvals.is_empty() {
+            return Ok(());
+        }
+        let calls: HashMap<&str, &ToolCall> = request
+            .messages
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::Assistant)
+            .map(|m| {
+                m.content
+                    .iter()
+                    .filter_map(|b| match b {
+                        ContentBlock::ToolCall(c) => Some((c.id.as_str(), c)),
+                        _ => None,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        for approval in approvals {
+            let Some(call) = calls.get(approval.call_id.as_str()) else {
+                return Err(bad_request(format!(
+                    "cordon_approval for `{}`: no such tool call in the previous assistant turn",
+                    approval.call_id
+                )));
+            };
+            self.record(
+                Entry::new(
+                    "approval",
+                    json!({"granted": approval.granted, "reason": approval.reason, "name": call.name}),
+                )
+                .call(&call.id),
+            );
+            let result = if approval.granted {
+                match self.kind_of(call) {
+                    Kind::Operator => self.run_operator(call, true).await,
+                    Kind::Computer => match self.run_computer(call, true).await {
+                        Ok(result) => result,
+                        Err(reason) => error_result(&call.id, reason),
+                    },
+                    _ => {
+                        return Err(bad_request(format!(
+                            "cordon_approval for `{}`: `{}` is not a server tool that asks",
+                            call.id, call.name
+                        )));
+                    }
+                }
+            } else {
+                let mut text = "the user denied this call".to_owned();
+                if let Some(reason) = approval.reason.as_deref().filter(|r| !r.is_empty()) {
+                    text.push_str(&format!(": {reason}"));
+                }
+                error_result(&call.id, text)
+            };
+            replace_result(view, result);
+        }
+        Ok(())
+    }
+
+    async fn rounds(
+        &mut self,
+        mut view: Vec<Message>,
+    ) -> Result<(Turn, Option<&'static str>), Fail> {
+        let max = self.gw.options.max_tool_rounds;
+        for round in 1..=max {
+            let request = Request {
+                messages: view.clone(),
+                tools: self.offered.clone(),
+                ..self.base.clone()
+            };
+            let started = Instant::now();
+            let mut turn = self
+                .gw
+                .upstream
+                .call(&request, self.credential.as_ref())
+                .await
+                .map_err(|e| {
+                    let (status, kind) = e.status_and_kind();
+                    fail(status, kind, e.to_string())
+                })?;
+            self.record(
+                Entry::new("model_turn", anthropic::encode_response(&turn))
+                    .round(round)
+                    .took(started),
+            );
+            add_usage(&mut self.usage, &turn.usage);
+            let calls: Vec<ToolCall> = turn.tool_calls().cloned().collect();
+            if calls.is_empty() {
+                let mut content = std::mem::take(&mut self.shown);
+                content.append(&mut turn.content);
+                let stop = turn.stop_reason.clone().unwrap_or(StopReason::EndTurn);
+                return Ok((self.finish_turn(turn, content, stop), None));
+            }
+            match self.run_calls(&mut turn, calls).await? {
+                Step::Client(content) => {
+                    let mut all = std::mem::take(&mut self.shown);
+                    all.extend(content);
+                    return Ok((self.finish_turn(turn, all, StopReason::ToolUse), None));
+                }
+                Step::Continue(assistant, results) => {
+                    view.push(Message::new(Role::Assistant, assistant));
+                    view.push(Message::new(Role::User, results));
+                }
+            }
+        }
+        let text =
+            format!("Stopped: the tool-round limit ({max} model turns per request) was reached.");
+        let mut turn = text_turn(&self.base.model, &text);
+        turn.usage = self.usage.clone();
+        turn.container = self.container_info();
+        Ok((turn, Some("max_tool_rounds")))
+    }
+
+    fn container_info(&self) -> Option<cordon_protocol::conversation::Container> {
+        self.container
+            .as_ref()
+            .map(|c| cordon_protocol::conversation::Container {
+                id: c.id.clone(),
+                expires_at: Some(c.expires_at()),
+            })
+    }
+
+    fn finish_turn(&self, turn: Turn, content: Vec<ContentBlock>, stop: StopReason) -> Turn {
+        let mut out = turn;
+        if out.origin != Some(Vendor::Anthropic) || out.id.is_empty() {
+            out.id = fresh_id("msg");
+        }
+        out.content = content;
+        out.stop_reason = Some(stop);
+        out.usage = self.usage.clone();
+        out.container = self.container_info().or(out.container);
+        out
+    }
+
+    /// A reply made by Cordon alone (a program suspended again on resume).
+    fn reply_turn(
+        &self,
+        content: Vec<ContentBlock>,
+        stop: StopReason,
+        model: Option<&str>,
+    ) -> Turn {
+        let mut turn = text_turn(model.unwrap_or(&self.base.model), "");
+        turn.content = content;
+        turn.stop_reason = Some(stop);
+        turn.container = self.container_info();
+        turn
+    }
+
+    fn program_blocks(
+        &self,
+        calls: &[ProgramCall],
+        server_id: &str,
+        kind: &str,
+    ) -> Vec<ContentBlock> {
+        calls
+            .iter()
+            .map(|c| {
+                self.record(
+                    Entry::new(
+                        "tool_call",
+                        json!({"name": c.name, "input": c.input, "runs": "client", "caller": server_id}),
+                    )
+                    .call(&c.id),
+                );
+                ContentBlock::ToolCall(ToolCall {
+                    id: c.id.clone(),
+                    name: c.name.clone(),
+                    input: c.input.clone(),
+                    caller: Some(ToolCaller {
+                        kind: kind.to_owned(),
+                        tool_id: Some(server_id.to_owned()),
+                    }),
+                    extra: Extra::new(),
+                })
+            })
+            .collect()
+    }
+
+    /// Runs the server-tool calls of one model turn.
+    async fn run_calls(&mut self, turn: &mut Turn, calls: Vec<ToolCall>) -> Result<Step, Fail> {
+        // Code calls get `srvtoolu_` ids, in the model's view and the client's alike.
+        let mut renamed: HashMap<String, String> = HashMap::new();
+        for call in &calls {
+            if matches!(self.kind_of(call), Kind::Code) {
+                renamed.insert(call.id.clone(), fresh_id("srvtoolu"));
+            }
+        }
+        for block in &mut turn.content {
+            if let ContentBlock::ToolCall(c) = block
+                && let Some(new) = renamed.get(&c.id)
+            {
+                c.id = new.clone();
+            }
+        }
+        let calls: Vec<ToolCall> = turn.tool_calls().cloned().collect();
+
+        let mut results: HashMap<String, ToolResult> = HashMap::new();
+        let mut to_client: HashSet<String> = HashSet::new();
+        let mut inline: HashSet<String> = HashSet::new();
+        let mut code_shown: HashMap<String, Vec<ContentBlock>> = HashMap::new();
+        let mut suspended = false;
+        for call in &calls {
+            let kind = self.kind_of(call);
+            let runs = match kind {
+                Kind::Code => "code_execution",
+                Kind::Computer => "computer",
+                Kind::Operator => "server",
+                Kind::Client => "client",
+            };
+            self.record(
+                Entry::new(
+                    "tool_call",
+                    json!({"name": call.name, "input": call.input, "runs": runs}),
+                )
+                .call(&call.id),
+            );
+            let started = Instant::now();
+            match kind {
+                Kind::Client => {
+                    to_client.insert(call.id.clone());
+                }
+                Kind::Operator => {
+                    let Some(operator) = self.gw.operator.as_ref() else {
+                        continue;
+                    };
+                    let Some(tool) = operator.registry().get(&call.name) else {
+                        continue;
+                    };
+                    if let Err(failure) = tool.validate_input(&call.input) {
+                        results.insert(
+                            call.id.clone(),
+                            error_result(&call.id, format!("invalid input: {}", failure.message)),
+                        );
+                        inline.insert(call.id.clone());
+                    } else if tool.declaration.policy == Policy::Ask {
+                        self.record(
+                            Entry::new(
+                                "approval_required",
+                                json!({"name": call.name, "reason": format!("`{}` has policy ask", call.name)}),
+                            )
+                            .call(&call.id),
+                        );
+                        to_client.insert(call.id.clone());
+                        continue;
+                    } else {
+                        results.insert(call.id.clone(), self.run_operator(call, false).await);
+                        inline.insert(call.id.clone());
+                    }
+                }
+                Kind::Computer => match self.run_computer(call, false).await {
+                    Ok(result) => {
+                        results.insert(call.id.clone(), result);
+                        inline.insert(call.id.clone());
+                    }
+                    Err(reason) => {
+                        self.record(
+                            Entry::new(
+                                "approval_required",
+                                json!({"name": call.name, "reason": reason}),
+                            )
+                            .call(&call.id),
+                        );
+                        to_client.insert(call.id.clone());
+                        continue;
+                    }
+                },
+                Kind::Code => {
+                    let (result, shown, waiting) = self.run_code(call).await;
+                    code_shown.insert(call.id.clone(), shown);
+                    if waiting {
+                        suspended = true;
+                    } else if let Some(result) = result {
+                        results.insert(call.id.clone(), result);
+                    }
+                }
+            }
+            if let Some(result) = results.get(&call.id) {
+                self.record(
+                    Entry::new(
+                        "tool_result",
+                        json!({"runs": runs, "content": result_json(result), "is_error": result.is_error}),
+                    )
+                    .call(&call.id)
+                    .took(started),
+                );
+            }
+        }
+
+        if to_client.is_empty() && !suspended {
+            // Everything ran here: the model reads the results next round.
+            let results: Vec<ContentBlock> = calls
+                .iter()
+                .filter_map(|c| results.remove(&c.id))
+                .map(ContentBlock::ToolResult)
+                .collect();
+            for call in &calls {
+                if let Some(shown) = code_shown.remove(&call.id) {
+                    self.shown.extend(shown);
+                }
+            }
+            return Ok(Step::Continue(turn.content.clone(), results));
+        }
+        // Something needs the client: the model's turn, with code calls shown as server
+        // tools and calls that ran inline left out.
+        let mut content = Vec::new();
+        for block in &turn.content {
+            match block {
+                ContentBlock::ToolCall(c) if inline.contains(&c.id) => {}
+                ContentBlock::ToolCall(c) if code_shown.contains_key(&c.id) => {
+                    content.extend(code_shown.remove(&c.id).unwrap_or_default());
+                }
+                other => content.push(other.clone()),
+            }
+        }
+        Ok(Step::Client(content))
+    }
+
+    /// Runs one operator tool call (validated, `allow` or approved `ask`).
+    async fn run_operator(&self, call: &ToolCall, approved: bool) -> ToolResult {
+        let Some(operator) = self.gw.operator.as_ref() else {
+            return error_result(&call.id, "no operator tools on this server".to_owned());
+        };
+        let mut ctx = CallContext::new(self.conversation.clone());
+        if approved {
+            ctx.approver = Arc::new(ApproveListed::new([call.name.clone()]));
+        }
+        let started = Instant::now();
+        let done = operator
+            .call_batch(&ctx, vec![(call.name.clone(), call.input.to_string())])
+            .await;
+        let result = match done.into_iter().next().map(|d| d.result) {
+            Some(Ok(text)) => ToolResult {
+                call_id: call.id.clone(),
+                content: ToolResultContent::Text(text),
+                is_error: false,
+                extra: Extra::new(),
+            },
+            Some(Err(failure)) => error_result(&call.id, failure.message),
+            None => error_result(&call.id, "the tool did not run".to_owned()),
+        };
+        if approved {
+            self.record(
+                Entry::new(
+                    "tool_result",
+                    json!({"runs": "server", "content": result_json(&result), "is_error": result.is_error}),
+                )
+                .call(&call.id)
+                .took(started),
+            );
+        }
+        result
+    }
+
+    /// Runs one computer action. `Err` when a gate asks (the call goes to the client).
+    async fn run_computer(&self, call: &ToolCall, approved: bool) -> Result<ToolResult, String> {
+        let (Some(computers), Some((id, _))) = (&self.gw.computers, &self.computer) else {
+            return Ok(error_result(&call.id, "no computer is bound".to_owned()));
+        };
+        match computers.act(id, &call.input, approved).await {
+            Ok(ComputerOutcome::Done {
+                screenshot,
+                text,
+                is_error,
+            }) => {
+                let mut blocks = Vec::new();
+                if let Some(text) = text {
+                    blocks.push(ContentBlock::text(text));
+                }
+                if let Some((media_type, data)) = screenshot {
+                    blocks.push(ContentBlock::Image {
+                        source: ImageSource::Base64 { media_type, data },
+                        extra: Extra::new(),
+                    });
+                }
+                Ok(ToolResult {
+                    call_id: call.id.clone(),
+                    content: ToolResultContent::Blocks(blocks),
+                    is_error,
+                    extra: Extra::new(),
+                })
+            }
+            Ok(ComputerOutcome::NeedsApproval { reason }) => Err(reason),
+            Err(message) => Ok(error_result(&call.id, message)),
+        }
+    }
+
+    /// Runs a code call. Returns the model's result (when the program ended), the blocks
+    /// shown to the client, and whether the program waits for the client.
+    async fn run_code(&mut self, call: &ToolCall) -> (Option<ToolResult>, Vec<ContentBlock>, bool) {
+        let Some(ptc) = &self.ptc else {
+            return (None, Vec::new(), false);
+        };
+        let kind = ptc.kind.clone();
+        let tools = ptc.tools.clone();
+        let server_call = ContentBlock::ServerToolCall {
+            id: call.id.clone(),
+            name: CODE_TOOL.to_owned(),
+            input: call.input.clone(),
+            extra: Extra::new(),
+        };
+        let Some(code) = call.input.get("code").and_then(Value::as_str) else {
+            let result = error_result(
+                &call.id,
+                "the input needs `code` (a string of Python)".into(),
+            );
+            return (Some(result), vec![server_call], false);
+        };
+        let container = match &self.container {
+            Some(c) => c.clone(),
+            None => match self.gw.containers.create() {
+                Ok(c) => {
+                    self.container = Some(c.clone());
+                    c
+                }
+                Err(e) => {
+                    return (
+                        Some(error_result(&call.id, e.to_string())),
+                        vec![server_call],
+                        false,
+                    );
+                }
+            },
+        };
+        let mut slot = container.running.lock().await;
+        if slot.is_some() {
+            let result = error_result(
+                &call.id,
+                "the container is still running another program that waits for tool results".into(),
+            );
+            return (Some(result), vec![server_call], false);
+        }
+        let (outcome, running) = container.run(code, tools, &call.id, &kind).await;
+        *slot = running;
+        drop(slot);
+        match outcome {
+            Outcome::Suspended(calls) => {
+                let mut shown = vec![server_call];
+                shown.extend(self.program_blocks(&calls, &call.id, &kind));
+                (None, shown, true)
+            }
+            Outcome::Done(result) => {
+                let shown = vec![
+                    server_call,
+                    ContentBlock::ServerToolResult {
+                        kind: "code_execution_tool_result".into(),
+                        tool_use_id: call.id.clone(),
+                        content: ptc::client_result(&result),
+                        extra: Extra::new(),
+                    },
+                ];
+                let model = ToolResult {
+                    call_id: call.id.clone(),
+                    content: ToolResultContent::Text(ptc::model_text(&result)),
+                    is_error: result.error.is_some(),
+                    extra: Extra::new(),
+                };
+                (Some(model), shown, false)
+            }
+        }
+    }
+}
+
+/// What one model turn's calls lead to.
+enum Step {
+    /// The client must act: the response content.
+    Client(Vec<ContentBlock>),
+    /// Everything ran: the assistant content and the results for the next round.
+    Continue(Vec<ContentBlock>, Vec<ContentBlock>),
+}
+
+fn error_result(call_id: &str, text: String) -> ToolResult {
+    ToolResult {
+        call_id: call_id.to_owned(),
+        content: ToolResultContent::Text(text),
+        is_error: true,
+        extra: Extra::new(),
+    }
+}
+
+/// What a program receives for a client's tool result: a JSON object or array parsed,
+/// anything else as text.
+fn program_value(content: &ToolResultContent) -> Value {
+    let text = content.text();
+    match serde_json::from_str::<Value>(&text) {
+        Ok(value @ (Value::Object(_) | Value::Array(_))) => value,
+        _ => Value::String(text),
+    }
+}
+
+fn push_user(view: &mut Vec<Message>, block: ContentBlock) {
+    match view.last_mut() {
+        Some(last) if last.role == Role::User => last.content.push(block),
+        _ => view.push(Message::new(Role::User, vec![block])),
+    }
+}
+
+fn replace_result(view: &mut [Message], result: ToolResult) {
+    for message in view.iter_mut().rev() {
+        for block in &mut message.content {
+            if let ContentBlock::ToolResult(r) = block
+                && r.call_id == result.call_id
+                && r.extra.contains_key(APPROVAL_MARK)
+            {
+                *r = result;
+                return;
+            }
+        }
+    }
+}
+
+fn add_usage(total: &mut Usage, more: &Usage) {
+    total.input_tokens += more.input_tokens;
+    total.output_tokens += more.output_tokens;
+    if let Some(n) = more.cache_creation_input_tokens {
+        *total.cache_creation_input_tokens.get_or_insert(0) += n;
+    }
+    if let Some(n) = more.cache_read_input_tokens {
+        *total.cache_read_input_tokens.get_or_insert(0) += n;
+    }
+}

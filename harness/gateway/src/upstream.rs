@@ -1,0 +1,335 @@
+//! Upstream models: the trait the loop calls, and HTTP clients for the three vendor APIs.
+
+use std::fmt;
+use std::time::Duration;
+
+use cordon_protocol::conversation::stream::{
+    Accumulator, AnthropicAccumulator, ChatAccumulator, Progress, ResponsesAccumulator,
+};
+use cordon_protocol::conversation::{Request, Turn, anthropic, chat, responses};
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+
+use crate::sse::SseParser;
+
+/// The vendor API an upstream speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Api {
+    /// Anthropic Messages: POST `URL/v1/messages`.
+    Anthropic,
+    /// OpenAI Chat Completions: POST `URL/chat/completions`.
+    OpenaiChat,
+    /// OpenAI Responses: POST `URL/responses`.
+    OpenaiResponses,
+}
+
+impl Api {
+    /// Parses `anthropic`, `openai-chat`, `openai-responses`.
+    pub fn parse(name: &str) -> Option<Api> {
+        match name {
+            "anthropic" => Some(Api::Anthropic),
+            "openai-chat" | "openai_chat" | "chat" => Some(Api::OpenaiChat),
+            "openai-responses" | "openai_responses" | "responses" => Some(Api::OpenaiResponses),
+            _ => None,
+        }
+    }
+
+    /// The name used on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Api::Anthropic => "anthropic",
+            Api::OpenaiChat => "openai-chat",
+            Api::OpenaiResponses => "openai-responses",
+        }
+    }
+
+    fn path(self) -> &'static str {
+        match self {
+            Api::Anthropic => "/v1/messages",
+            Api::OpenaiChat => "/chat/completions",
+            Api::OpenaiResponses => "/responses",
+        }
+    }
+}
+
+/// A credential for the upstream: the operator's key, or the client's own.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Credential(pub String);
+
+impl fmt::Debug for Credential {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Credential(…)")
+    }
+}
+
+/// Why an upstream call failed. Every variant is a transport or upstream fault: none goes
+/// into the conversation; the client gets it as an error response.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum UpstreamError {
+    /// The upstream answered with an error status.
+    #[error("the upstream answered {status}: {message}")]
+    Status {
+        /// Its HTTP status.
+        status: u16,
+        /// Its error message (from its error body, or the body itself).
+        message: String,
+    },
+    /// It could not be reached, or its answer could not be read.
+    #[error("the upstream model is unreachable: {0}")]
+    Unreachable(String),
+    /// It did not answer within the timeout.
+    #[error("the upstream model did not answer within {0:?}")]
+    Timeout(Duration),
+    /// Its answer is not a valid turn in its API.
+    #[error("the upstream's answer is not valid: {0}")]
+    InvalidAnswer(String),
+}
+
+impl UpstreamError {
+    /// The status and Anthropic error type the client gets.
+    pub fn status_and_kind(&self) -> (u16, &'static str) {
+        match self {
+            UpstreamError::Status { status, .. } => (*status, kind_for_status(*status)),
+            UpstreamError::Unreachable(_) | UpstreamError::InvalidAnswer(_) => (502, "api_error"),
+            UpstreamError::Timeout(_) => (504, "api_error"),
+        }
+    }
+}
+
+/// Anthropic's error type for an HTTP status.
+pub fn kind_for_status(status: u16) -> &'static str {
+    match status {
+        400 | 422 => "invalid_request_error",
+        401 => "authentication_error",
+        403 => "permission_error",
+        404 => "not_found_error",
+        413 => "request_too_large",
+        429 => "rate_limit_error",
+        529 => "overloaded_error",
+        _ => "api_error",
+    }
+}
+
+/// A model Cordon asks for turns.
+pub trait Upstream: Send + Sync + fmt::Debug {
+    /// One model turn for `request` (`request.stream` says whether to stream it).
+    fn call<'a>(
+        &'a self,
+        request: &'a Request,
+        credential: Option<&'a Credential>,
+    ) -> BoxFuture<'a, Result<Turn, UpstreamError>>;
+
+    /// `API=URL`, for records and messages.
+    fn describe(&self) -> String;
+
+    /// The API it speaks: vendor built-in tools (computer use) reach only their vendor,
+    /// other upstreams get a function tool instead.
+    fn api(&self) -> Api {
+        Api::Anthropic
+    }
+}
+
+/// An upstream reached over HTTP in one of the three APIs.
+#[derive(Debug, Clone)]
+pub struct HttpUpstream {
+    api: Api,
+    url: String,
+    client: reqwest::Client,
+    timeout: Duration,
+    key: Option<Credential>,
+}
+
+impl HttpUpstream {
+    /// An upstream at `url` (the vendor SDK's `base_url`) with a timeout per call.
+    pub fn new(api: Api, url: &str, timeout: Duration) -> Result<Self, UpstreamError> {
+        let client = reqwest::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(timeout.min(Duration::from_secs(10)))
+            .build()
+            .map_err(|e| UpstreamError::Unreachable(format!("HTTP client setup: {e}")))?;
+        Ok(HttpUpstream {
+            api,
+            url: url.trim_end_matches('/').to_owned(),
+            client,
+            timeout,
+            key: None,
+        })
+    }
+
+    /// Uses this key for every call instead of the client's.
+    pub fn with_key(mut self, key: Option<Credential>) -> Self {
+        self.key = key;
+        self
+    }
+
+    fn body(&self, request: &Request) -> Value {
+        match self.api {
+            Api::Anthropic => anthropic::encode_request(request),
+            Api::OpenaiChat => {
+                let mut body = chat::encode_request(request);
+                if request.stream {
+                    body["stream_options"] = json!({"include_usage": true});
+                }
+                body
+            }
+            Api::OpenaiResponses => responses::encode_request(request),
+        }
+    }
+
+    async fn send(
+        &self,
+        request: &Request,
+        credential: Option<&Credential>,
+    ) -> Result<Turn, UpstreamError> {
+        let mut http = self
+            .client
+            .post(format!("{}{}", self.url, self.api.path()))
+            .json(&self.body(request));
+        let credential = self.key.as_ref().or(credential);
+        match self.api {
+            Api::Anthropic => {
+                http = http.header("anthropic-version", "2023-06-01");
+                if let Some(Credential(key)) = credential {
+                    http = http.header("x-api-key", key);
+                }
+            }
+            Api::OpenaiChat | Api::OpenaiResponses => {
+                if let Some(Credential(key)) = credential {
+                    http = http.bearer_auth(key);
+                }
+            }
+        }
+        let mut response = http.send().await.map_err(|e| self.transport(&e))?;
+        let status = response.status().as_u16();
+        if !(200..300).contains(&status) {
+            let text = response.text().await.unwrap_or_default();
+            return Err(UpstreamError::Status {
+                status,
+                message: error_message(&text),
+            });
+        }
+        let is_sse = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        if !is_sse {
+            let text = response.text().await.map_err(|e| self.transport(&e))?;
+            let body: Value = serde_json::from_str(&text)
+                .map_err(|e| UpstreamError::InvalidAnswer(format!("not JSON: {e}")))?;
+            let turn = match self.api {
+                Api::Anthropic => anthropic::decode_response(&body),
+                Api::OpenaiChat => chat::decode_response(&body),
+                Api::OpenaiResponses => responses::decode_response(&body),
+            };
+            return turn.map_err(|e| UpstreamError::InvalidAnswer(e.to_string()));
+        }
+        let mut accumulator: Box<dyn AccumulatorObj> = match self.api {
+            Api::Anthropic => Box::new(AnthropicAccumulator::default()),
+            Api::OpenaiChat => Box::new(ChatAccumulator::default()),
+            Api::OpenaiResponses => Box::new(ResponsesAccumulator::default()),
+        };
+        let mut parser = SseParser::default();
+        let mut done = false;
+        while !done {
+            let chunk = response.chunk().await.map_err(|e| self.transport(&e))?;
+            let events = match &chunk {
+                Some(bytes) => parser.push(bytes),
+                None => parser.finish().into_iter().collect(),
+            };
+            for (name, data) in events {
+                if data.get("type").and_then(Value::as_str) == Some("ping") {
+                    continue;
+                }
+                match accumulator.push_event(&name, &data) {
+                    Ok(Progress::Done) => done = true,
+                    Ok(_) => {}
+                    Err(message) => {
+                        return Err(UpstreamError::Status {
+                            status: 500,
+                            message,
+                        });
+                    }
+                }
+            }
+            if chunk.is_none() {
+                break;
+            }
+        }
+        accumulator
+            .finish_turn()
+            .map_err(UpstreamError::InvalidAnswer)
+    }
+
+    fn transport(&self, error: &reqwest::Error) -> UpstreamError {
+        if error.is_timeout() {
+            UpstreamError::Timeout(self.timeout)
+        } else {
+            // The URL is the operator's; the error's own text names the cause.
+            let mut text = error.to_string();
+            let mut source = std::error::Error::source(error);
+            while let Some(cause) = source {
+                text.push_str(": ");
+                text.push_str(&cause.to_string());
+                source = cause.source();
+            }
+            UpstreamError::Unreachable(text)
+        }
+    }
+}
+
+/// The accumulators behind one object type (their `finish` takes `self`).
+trait AccumulatorObj: Send {
+    fn push_event(&mut self, name: &str, data: &Value) -> Result<Progress, String>;
+    fn finish_turn(self: Box<Self>) -> Result<Turn, String>;
+}
+
+impl<A: Accumulator + Send> AccumulatorObj for A {
+    fn push_event(&mut self, name: &str, data: &Value) -> Result<Progress, String> {
+        self.push(name, data).map_err(|e| e.to_string())
+    }
+
+    fn finish_turn(self: Box<Self>) -> Result<Turn, String> {
+        (*self).finish().map_err(|e| e.to_string())
+    }
+}
+
+/// The message of a vendor error body (Anthropic's or OpenAI's shape), else the body.
+fn error_message(text: &str) -> String {
+    let parsed: Option<Value> = serde_json::from_str(text).ok();
+    let message = parsed.as_ref().and_then(|v| {
+        v.pointer("/error/message")
+            .or_else(|| v.get("message"))
+            .or_else(|| v.get("detail"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    });
+    message.unwrap_or_else(|| {
+        let text = text.trim();
+        if text.is_empty() {
+            "(empty body)".to_owned()
+        } else {
+            text.chars().take(2000).collect()
+        }
+    })
+}
+
+impl Upstream for HttpUpstream {
+    fn call<'a>(
+        &'a self,
+        request: &'a Request,
+        credential: Option<&'a Credential>,
+    ) -> BoxFuture<'a, Result<Turn, UpstreamError>> {
+        Box::pin(self.send(request, credential))
+    }
+
+    fn describe(&self) -> String {
+        format!("{}={}", self.api.as_str(), self.url)
+    }
+
+    fn api(&self) -> Api {
+        self.api
+    }
+}

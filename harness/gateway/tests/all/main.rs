@@ -1,0 +1,14 @@
+//! The gateway's loop against a stand-in upstream over real HTTP on 127.0.0.1.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a failed test should stop right there"
+)]
+
+mod common;
+mod errors;
+mod loop_;
+mod operator;
+mod ptc;
+mod upstreams;

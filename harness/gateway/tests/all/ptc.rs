@@ -1,0 +1,183 @@
+//! Programmatic tool calling: programs in the sandbox call client tools, suspend, resume.
+
+use std::time::Duration;
+
+use cordon_gateway::{Api, Gateway, GatewayOptions};
+use cordon_protocol::execution::Language;
+use cordon_sandbox::{Sandbox, SandboxConfig};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use tokio::sync::OnceCell;
+
+use crate::common::{StandIn, gateway, send};
+
+static SANDBOX: OnceCell<Sandbox> = OnceCell::const_new();
+
+async fn sandbox() -> Sandbox {
+    SANDBOX
+        .get_or_init(|| async {
+            let config = SandboxConfig::default()
+                .preload(vec![Language::Python])
+                .max_instances(50);
+            Sandbox::new(config).await.expect("the sandbox starts")
+        })
+        .await
+        .clone()
+}
+
+fn tools() -> Value {
+    json!([
+        {"type": "code_execution_20250825", "name": "code_execution"},
+        {"name": "get_weather", "description": "Weather in a city",
+         "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+         "allowed_callers": ["code_execution_20250825"]}
+    ])
+}
+
+fn body(messages: Value, container: Option<&str>) -> Value {
+    let mut body = json!({"model": "m", "max_tokens": 500, "messages": messages, "tools": tools()});
+    if let Some(id) = container {
+        body["container"] = json!(id);
+    }
+    body
+}
+
+async fn ptc_gateway(standin: &StandIn, ttl: Duration) -> Gateway {
+    let (gw, _) = gateway(
+        standin,
+        Api::Anthropic,
+        GatewayOptions::default().container_ttl(ttl),
+    );
+    gw.with_sandbox(sandbox().await)
+}
+
+const GATHER: &str = "import asyncio\nr = await asyncio.gather(get_weather(city='Paris'), get_weather(city='Oslo'))\nprint('got', r[0]['temp'], r[1])";
+
+#[tokio::test]
+async fn a_batch_of_two_client_calls_suspends_and_resumes_in_its_container() {
+    let standin = StandIn::start().await;
+    let gw = ptc_gateway(&standin, Duration::from_secs(600)).await;
+    standin.turn(json!([
+        {"type": "text", "text": "Running code."},
+        {"type": "tool_use", "id": "toolu_code", "name": "code_execution", "input": {"code": GATHER}}
+    ]));
+    let question = json!({"role": "user", "content": "Compare Paris and Oslo"});
+    let reply = send(&gw, body(json!([question]), None)).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    // The model is offered the code tool only: get_weather is not directly callable.
+    let first = standin.bodies()[0].clone();
+    let offered: Vec<&str> = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(offered, ["code_execution"]);
+    let content = reply.body["content"].as_array().unwrap().clone();
+    assert_eq!(reply.body["stop_reason"], "tool_use");
+    assert_eq!(content[1]["type"], "server_tool_use");
+    let server_id = content[1]["id"].as_str().unwrap().to_owned();
+    assert!(server_id.starts_with("srvtoolu_"));
+    assert_eq!(content[1]["input"]["code"], GATHER);
+    let calls: Vec<&Value> = content.iter().filter(|b| b["type"] == "tool_use").collect();
+    assert_eq!(calls.len(), 2, "{content:?}");
+    assert_eq!(
+        calls[0]["caller"],
+        json!({"type": "code_execution_20250825", "tool_id": server_id})
+    );
+    let cities: Vec<&str> = calls
+        .iter()
+        .map(|c| c["input"]["city"].as_str().unwrap())
+        .collect();
+    assert_eq!(cities, ["Paris", "Oslo"]);
+    let container = reply.body["container"]["id"].as_str().unwrap().to_owned();
+    assert!(container.starts_with("container_"));
+    assert!(
+        reply.body["container"]["expires_at"]
+            .as_str()
+            .unwrap()
+            .ends_with('Z')
+    );
+
+    standin.turn(json!([{"type": "text", "text": "Paris is warmer."}]));
+    let answers = json!({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": calls[0]["id"], "content": "{\"temp\": 21}"},
+        {"type": "tool_result", "tool_use_id": calls[1]["id"], "content": "cold"}
+    ]});
+    let history = json!([question, {"role": "assistant", "content": content}, answers]);
+    let reply = send(&gw, body(history.clone(), Some(&container))).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let content2 = reply.body["content"].as_array().unwrap().clone();
+    assert_eq!(content2[0]["type"], "code_execution_tool_result");
+    assert_eq!(content2[0]["tool_use_id"], server_id);
+    assert_eq!(content2[0]["content"]["type"], "code_execution_result");
+    assert_eq!(content2[0]["content"]["stdout"], "got 21 cold\n");
+    assert_eq!(content2[0]["content"]["return_code"], 0);
+    assert_eq!(content2[1]["text"], "Paris is warmer.");
+    assert_eq!(reply.body["container"]["id"], container);
+    // The model saw its code call and the program's output, not the intermediate results.
+    let sent = &standin.bodies()[1];
+    let text = sent.to_string();
+    assert!(!text.contains(calls[0]["id"].as_str().unwrap()), "{text}");
+    let last = sent["messages"].as_array().unwrap().last().unwrap();
+    assert_eq!(last["content"][0]["tool_use_id"], server_id);
+    assert!(
+        last["content"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("got 21 cold")
+    );
+
+    // REPL state: the next program in the container still has `r`.
+    standin.turn(json!([{"type": "tool_use", "id": "toolu_c2", "name": "code_execution", "input": {"code": "print(r[1])"}}]));
+    standin.turn(json!([{"type": "text", "text": "Still cold."}]));
+    let mut history = history.as_array().unwrap().clone();
+    history.push(json!({"role": "assistant", "content": content2}));
+    history.push(json!({"role": "user", "content": "And Oslo again?"}));
+    let reply = send(&gw, body(Value::Array(history), Some(&container))).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let content3 = reply.body["content"].as_array().unwrap();
+    assert_eq!(content3[0]["type"], "server_tool_use");
+    assert_eq!(content3[1]["content"]["stdout"], "cold\n");
+    assert_eq!(content3[2]["text"], "Still cold.");
+}
+
+#[tokio::test]
+async fn unknown_and_expired_containers_are_400() {
+    let standin = StandIn::start().await;
+    let gw = ptc_gateway(&standin, Duration::from_millis(300)).await;
+    let question = json!({"role": "user", "content": "hi"});
+    let reply = send(&gw, body(json!([question]), Some("container_nope"))).await;
+    assert_eq!(reply.status, 400);
+    assert_eq!(reply.body["error"]["type"], "invalid_request_error");
+    assert!(standin.bodies().is_empty());
+
+    standin.turn(json!([{"type": "tool_use", "id": "toolu_code", "name": "code_execution", "input": {"code": "await get_weather(city='X')"}}]));
+    let reply = send(&gw, body(json!([question]), None)).await;
+    let container = reply.body["container"]["id"].as_str().unwrap().to_owned();
+    let content = reply.body["content"].clone();
+    let call_id = content
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["type"] == "tool_use")
+        .unwrap()["id"]
+        .clone();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let answers = json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": call_id, "content": "x"}]});
+    let reply = send(
+        &gw,
+        body(
+            json!([question, {"role": "assistant", "content": content}, answers]),
+            Some(&container),
+        ),
+    )
+    .await;
+    assert_eq!(reply.status, 400, "{}", reply.body);
+    assert!(
+        reply.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("expired")
+    );
+}

@@ -1,0 +1,66 @@
+//! An Anthropic client reaches every upstream API, streamed and not.
+
+use cordon_gateway::{Api, GatewayOptions};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use crate::common::{StandIn, gateway, request, send, weather_tools};
+
+async fn round_trip(api: Api, stream: bool) {
+    let standin = StandIn::start().await;
+    standin.turn(json!([
+        {"type": "text", "text": "Let me look."},
+        {"type": "tool_use", "id": "call_1", "name": "get_weather", "input": {"city": "Rome"}},
+        {"type": "tool_use", "id": "call_2", "name": "get_time", "input": {"city": "Rome"}}
+    ]));
+    standin.turn(json!([{"type": "text", "text": "Sunny."}]));
+    let (gw, _) = gateway(&standin, api, GatewayOptions::default());
+    let question = json!({"role": "user", "content": "Rome?"});
+    let mut body = request(json!([question]), weather_tools());
+    body["stream"] = json!(stream);
+    let reply = send(&gw, body).await;
+    assert_eq!(reply.status, 200, "{api:?} stream={stream}: {}", reply.body);
+    assert_eq!(reply.body["stop_reason"], "tool_use");
+    let content = reply.body["content"].as_array().unwrap().clone();
+    let calls: Vec<_> = content.iter().filter(|b| b["type"] == "tool_use").collect();
+    assert_eq!(calls.len(), 2, "{api:?} stream={stream}: {content:?}");
+    assert_eq!(calls[0]["input"], json!({"city": "Rome"}));
+    assert_eq!(calls[1]["id"], "call_2");
+
+    let answer = json!({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "call_1", "content": "sun"},
+        {"type": "tool_result", "tool_use_id": "call_2", "content": "noon", "is_error": true}
+    ]});
+    let mut body = request(
+        json!([question, {"role": "assistant", "content": content}, answer]),
+        weather_tools(),
+    );
+    body["stream"] = json!(stream);
+    let reply = send(&gw, body).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert_eq!(reply.body["content"][0]["text"], "Sunny.");
+    let sent = standin.bodies()[1].to_string();
+    assert!(sent.contains("call_1") && sent.contains("sun"), "{sent}");
+    assert_eq!(
+        standin.bodies()[1]["stream"],
+        json!(if stream { Some(true) } else { None })
+    );
+}
+
+#[tokio::test]
+async fn anthropic_upstream() {
+    round_trip(Api::Anthropic, false).await;
+    round_trip(Api::Anthropic, true).await;
+}
+
+#[tokio::test]
+async fn openai_chat_upstream() {
+    round_trip(Api::OpenaiChat, false).await;
+    round_trip(Api::OpenaiChat, true).await;
+}
+
+#[tokio::test]
+async fn openai_responses_upstream() {
+    round_trip(Api::OpenaiResponses, false).await;
+    round_trip(Api::OpenaiResponses, true).await;
+}

@@ -1,0 +1,378 @@
+//! The model gateway's HTTP surface (`cordon serve --upstream`): `POST /v1/messages`
+//! (Anthropic Messages, streamed and not) and `GET /v1/conversations/{id}`. The loop itself
+//! is `cordon-gateway`; this module reads headers, writes SSE, and records conversations in
+//! the store. The contract is `docs/gateway.md`, section "Gateway endpoints".
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use cordon_core::ToolRegistry;
+use cordon_gateway::{
+    ComputerOutcome, Computers, Credential, Entry, Gateway, GatewayOptions, MessagesCall,
+    MessagesReply, Recorder, Upstream,
+};
+use cordon_protocol::execution::Decision;
+use cordon_sandbox::Sandbox;
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+
+use super::{AppState, rfc3339};
+use crate::api::{ComputerActions, ComputerStep, CreateComputer, StepStatus};
+use crate::computers::ComputerHub;
+use crate::error::ApiError;
+use crate::store::{NewConversationEntry, Store};
+
+/// What `cordon serve --upstream` puts behind `/v1/messages`.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct GatewaySetup {
+    /// The model.
+    pub upstream: Arc<dyn Upstream>,
+    /// Round cap, container time to live, key forwarding.
+    pub options: GatewayOptions,
+    /// Operator server tools (`--tools FILE`).
+    pub tools: Option<ToolRegistry>,
+}
+
+impl GatewaySetup {
+    /// A setup with default options and no operator tools.
+    pub fn new(upstream: Arc<dyn Upstream>) -> Self {
+        GatewaySetup {
+            upstream,
+            options: GatewayOptions::default(),
+            tools: None,
+        }
+    }
+
+    crate::setters! {
+        options: GatewayOptions,
+        tools: Option<ToolRegistry>,
+    }
+}
+
+/// The gateway as mounted: the loop and the store its conversations go to.
+#[derive(Debug)]
+pub(crate) struct Mount {
+    gateway: Gateway,
+    store: Arc<Store>,
+}
+
+impl Mount {
+    pub(crate) fn new(
+        setup: GatewaySetup,
+        sandbox: Sandbox,
+        store: Arc<Store>,
+        computers: Arc<ComputerHub>,
+        has_token: bool,
+    ) -> Self {
+        // With a server token the client's credential is that token: never forward it.
+        let options = setup
+            .options
+            .clone()
+            .forward_client_key(setup.options.forward_client_key && !has_token);
+        let mut gateway = Gateway::new(setup.upstream, options)
+            .with_sandbox(sandbox)
+            .with_recorder(Arc::new(StoreRecorder(store.clone())))
+            .with_computers(Arc::new(HubComputers {
+                hub: computers,
+                asked: Mutex::new(HashMap::new()),
+            }));
+        if let Some(tools) = setup.tools {
+            gateway = gateway.with_operator_tools(tools);
+        }
+        Mount { gateway, store }
+    }
+}
+
+/// The server's computer sessions (`/v1/computers`) as the gateway's computers.
+struct HubComputers {
+    hub: Arc<ComputerHub>,
+    /// The approval each computer's last step waits for (the gate asked).
+    asked: Mutex<HashMap<String, String>>,
+}
+
+impl std::fmt::Debug for HubComputers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HubComputers").finish_non_exhaustive()
+    }
+}
+
+impl HubComputers {
+    fn outcome(&self, id: &str, step: ComputerStep) -> ComputerOutcome {
+        let mut asked = self.asked.lock().unwrap_or_else(PoisonError::into_inner);
+        asked.remove(id);
+        match step.status {
+            StepStatus::ApprovalRequired => {
+                let Some(pending) = step.pending_approval else {
+                    return ComputerOutcome::Done {
+                        screenshot: None,
+                        text: Some("the step waits for an approval that has no id".into()),
+                        is_error: true,
+                    };
+                };
+                let reason = format!(
+                    "{} ({}{})",
+                    pending.reason,
+                    pending.action,
+                    pending
+                        .element
+                        .map(|e| format!(" on {e}"))
+                        .unwrap_or_default()
+                );
+                asked.insert(id.to_owned(), pending.approval_id);
+                ComputerOutcome::NeedsApproval { reason }
+            }
+            status => ComputerOutcome::Done {
+                screenshot: step.screenshot.map(|s| (s.media_type, s.data)),
+                text: step.error.or(step.text),
+                is_error: status != StepStatus::Ok,
+            },
+        }
+    }
+}
+
+impl Computers for HubComputers {
+    fn open<'a>(&'a self, url: &'a str) -> BoxFuture<'a, Result<String, String>> {
+        Box::pin(async move {
+            let body: CreateComputer =
+                serde_json::from_value(json!({"url": url})).map_err(|e| e.to_string())?;
+            self.hub
+                .create(body)
+                .await
+                .map(|created| created.id)
+                .map_err(|e| e.message)
+        })
+    }
+
+    fn exists<'a>(&'a self, id: &'a str) -> BoxFuture<'a, bool> {
+        Box::pin(async move {
+            self.hub
+                .info(id)
+                .is_ok_and(|info| serde_json::to_value(&info).is_ok_and(|v| v["state"] == "live"))
+        })
+    }
+
+    fn act<'a>(
+        &'a self,
+        id: &'a str,
+        input: &'a Value,
+        approved: bool,
+    ) -> BoxFuture<'a, Result<ComputerOutcome, String>> {
+        Box::pin(async move {
+            let asked = self
+                .asked
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(id)
+                .cloned();
+            let step = match (approved, asked) {
+                (true, Some(approval)) => match self.hub.decide(&approval, Decision::Approve).await
+                {
+                    Some(Ok((_, step))) => step,
+                    Some(Err(e)) => return Err(e.message),
+                    None => return Err(format!("approval {approval} is no longer pending")),
+                },
+                _ => {
+                    let body: ComputerActions =
+                        serde_json::from_value(json!({"format": "anthropic", "actions": [input]}))
+                            .map_err(|e| e.to_string())?;
+                    self.hub.act(id, body).await.map_err(|e| e.message)?
+                }
+            };
+            Ok(self.outcome(id, step))
+        })
+    }
+}
+
+/// Records conversations in the store; a failing write is reported, never fatal.
+#[derive(Debug)]
+struct StoreRecorder(Arc<Store>);
+
+impl Recorder for StoreRecorder {
+    fn begin(&self, conversation: &str, upstream: &str) {
+        if let Err(error) = self.0.begin_conversation(conversation, upstream) {
+            eprintln!("cordon serve: recording conversation {conversation}: {error}");
+        }
+    }
+
+    fn record(&self, conversation: &str, entry: Entry) {
+        let row = NewConversationEntry {
+            kind: entry.kind,
+            call_id: entry.call_id.as_deref(),
+            round: entry.round.map(u64::from),
+            duration_ms: entry.duration_ms,
+            data: &entry.data,
+        };
+        if let Err(error) = self.0.append_conversation_entry(conversation, &row) {
+            eprintln!("cordon serve: recording conversation {conversation}: {error}");
+        }
+    }
+
+    fn conversation_of_call(&self, call_id: &str) -> Option<String> {
+        self.0.conversation_of_call(call_id).ok().flatten()
+    }
+}
+
+pub(super) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/v1/messages", post(messages))
+        .route("/v1/conversations/{id}", get(conversation))
+}
+
+/// An error in Anthropic's shape (what the anthropic SDK reads).
+fn anthropic_error(status: StatusCode, kind: &str, message: &str) -> Response {
+    let body = json!({"type": "error", "error": {"type": kind, "message": message}});
+    (status, axum::Json(body)).into_response()
+}
+
+fn header_text(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(str::to_owned)
+}
+
+async fn messages(State(app): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+    let Some(mount) = app.gateway.clone() else {
+        return anthropic_error(
+            StatusCode::NOT_FOUND,
+            "not_found_error",
+            "this server has no model behind it: start it with `cordon serve --upstream API=URL`",
+        );
+    };
+    let body: Value = match serde_json::from_slice(&body) {
+        Ok(value @ Value::Object(_)) => value,
+        Ok(_) => {
+            return anthropic_error(
+                StatusCode::BAD_REQUEST,
+                "invalid_request_error",
+                "the body must be a JSON object",
+            );
+        }
+        Err(error) => {
+            return anthropic_error(
+                StatusCode::BAD_REQUEST,
+                "invalid_request_error",
+                &format!("the body is not valid JSON: {error}"),
+            );
+        }
+    };
+    let credential = header_text(&headers, "x-api-key")
+        .or_else(|| {
+            header_text(&headers, "authorization")
+                .and_then(|v| v.strip_prefix("Bearer ").map(str::to_owned))
+        })
+        .map(Credential);
+    let call = MessagesCall::new(body)
+        .credential(credential)
+        .conversation(header_text(&headers, "x-cordon-conversation-id"))
+        .computer(header_text(&headers, "x-cordon-computer"));
+    let reply = mount.gateway.messages(call).await;
+    respond(reply)
+}
+
+fn respond(reply: MessagesReply) -> Response {
+    let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::BAD_GATEWAY);
+    let mut response = if status == StatusCode::OK && reply.stream {
+        let mut text = String::new();
+        for (name, data) in reply.events() {
+            text.push_str(&format!("event: {name}\ndata: {data}\n\n"));
+        }
+        let mut response = Response::new(Body::from(text));
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        response
+            .headers_mut()
+            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        response
+    } else {
+        (status, axum::Json(reply.body.clone())).into_response()
+    };
+    let headers = response.headers_mut();
+    let mut set = |name: &'static str, value: &str| {
+        if let Ok(value) = HeaderValue::from_str(value) {
+            headers.insert(HeaderName::from_static(name), value);
+        }
+    };
+    set("x-cordon-conversation-id", &reply.conversation_id);
+    if let Some(stop) = reply.stop {
+        set("x-cordon-stop", stop);
+    }
+    if let Some(computer) = &reply.computer {
+        set("x-cordon-computer", computer);
+    }
+    response
+}
+
+async fn conversation(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let Some(mount) = app.gateway.clone() else {
+        return Err(ApiError::not_found("conversation", &id));
+    };
+    let Some(row) = mount.store.conversation(&id)? else {
+        return Err(ApiError::not_found("conversation", &id));
+    };
+    let entries: Vec<Value> = row
+        .entries
+        .iter()
+        .map(|e| {
+            let mut v =
+                json!({"seq": e.seq, "at": rfc3339(e.at_ms), "kind": e.kind, "data": e.data});
+            if let Some(call) = &e.call_id {
+                v["call_id"] = json!(call);
+            }
+            if let Some(round) = e.round {
+                v["round"] = json!(round);
+            }
+            if let Some(ms) = e.duration_ms {
+                v["duration_ms"] = json!(ms);
+            }
+            v
+        })
+        .collect();
+    Ok(axum::Json(json!({
+        "id": row.id,
+        "upstream": row.upstream,
+        "created_at": rfc3339(row.created_ms),
+        "updated_at": rfc3339(row.updated_ms),
+        "entries": entries,
+    }))
+    .into_response())
+}
+
+/// Parses `500ms`, `30s`, `45m`, `12h` (a bare number is seconds).
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?}: expected a number with a unit, like 500ms, 30s or 45m"))?;
+    let ms = match unit {
+        "ms" => 1,
+        "" | "s" => 1000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        _ => return Err(format!("{text:?}: the unit must be ms, s, m, h or d")),
+    };
+    if number == 0 {
+        return Err(format!("{text:?}: must be longer than 0"));
+    }
+    Ok(Duration::from_millis(number.saturating_mul(ms)))
+}

@@ -1,0 +1,262 @@
+//! Gateway conversations: one row per conversation and its entries in order (client
+//! requests, model turns, tool calls and results with their ids, approvals, responses),
+//! each with its time. Tool calls are indexed by id, so a client's next request that
+//! answers them joins the same conversation.
+
+use rusqlite::{OptionalExtension, TransactionBehavior, params};
+use serde_json::Value;
+
+use super::{Result, Store, lock, now_ms, to_i64, to_u64};
+
+pub(super) const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS conversations (
+    id          TEXT PRIMARY KEY,
+    upstream    TEXT NOT NULL,
+    created_ms  INTEGER NOT NULL,
+    updated_ms  INTEGER NOT NULL,
+    entries     INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS conversation_entries (
+    conversation_id TEXT NOT NULL,
+    seq             INTEGER NOT NULL,
+    kind            TEXT NOT NULL,
+    call_id         TEXT,
+    round           INTEGER,
+    duration_ms     INTEGER,
+    data            TEXT NOT NULL,
+    at_ms           INTEGER NOT NULL,
+    PRIMARY KEY (conversation_id, seq)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS conversation_entries_by_call ON conversation_entries (call_id)
+    WHERE call_id IS NOT NULL;
+";
+
+/// One stored conversation entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConversationEntryRow {
+    /// Position in the conversation, from 1.
+    pub seq: u64,
+    /// `request`, `model_turn`, `tool_call`, `tool_result`, `approval`, `response`, `error`.
+    pub kind: String,
+    /// The tool call it is about.
+    pub call_id: Option<String>,
+    /// The model round within its client request.
+    pub round: Option<u64>,
+    /// How long it took, in milliseconds.
+    pub duration_ms: Option<u64>,
+    /// The entry itself.
+    pub data: Value,
+    /// When it was recorded, Unix milliseconds.
+    pub at_ms: u64,
+}
+
+/// A stored conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConversationRow {
+    /// Its id.
+    pub id: String,
+    /// `API=URL` of the upstream.
+    pub upstream: String,
+    /// Creation time, Unix milliseconds.
+    pub created_ms: u64,
+    /// Last entry, Unix milliseconds.
+    pub updated_ms: u64,
+    /// Its entries in order.
+    pub entries: Vec<ConversationEntryRow>,
+}
+
+/// An entry to append.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewConversationEntry<'a> {
+    /// Its kind.
+    pub kind: &'a str,
+    /// The tool call it is about.
+    pub call_id: Option<&'a str>,
+    /// The model round.
+    pub round: Option<u64>,
+    /// How long it took.
+    pub duration_ms: Option<u64>,
+    /// The entry itself.
+    pub data: &'a Value,
+}
+
+impl Store {
+    /// Creates the conversation unless it exists.
+    pub fn begin_conversation(&self, id: &str, upstream: &str) -> Result<()> {
+        let now = to_i64(now_ms());
+        lock(&self.conn).execute(
+            "INSERT OR IGNORE INTO conversations (id, upstream, created_ms, updated_ms) \
+             VALUES (?1, ?2, ?3, ?3)",
+            params![id, upstream, now],
+        )?;
+        Ok(())
+    }
+
+    /// Appends an entry (one transaction: the next seq and the row).
+    pub fn append_conversation_entry(
+        &self,
+        id: &str,
+        entry: &NewConversationEntry<'_>,
+    ) -> Result<u64> {
+        let now = to_i64(now_ms());
+        let mut conn = lock(&self.conn);
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute(
+            "INSERT OR IGNORE INTO conversations (id, upstream, created_ms, updated_ms) \
+             VALUES (?1, '', ?2, ?2)",
+            params![id, now],
+        )?;
+        let seq: i64 = tx.query_row(
+            "UPDATE conversations SET entries = entries + 1, updated_ms = ?2 WHERE id = ?1 \
+             RETURNING entries",
+            params![id, now],
+            |row| row.get(0),
+        )?;
+        tx.execute(
+            "INSERT INTO conversation_entries \
+             (conversation_id, seq, kind, call_id, round, duration_ms, data, at_ms) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![
+                id,
+                seq,
+                entry.kind,
+                entry.call_id,
+                entry.round.map(to_i64),
+                entry.duration_ms.map(to_i64),
+                entry.data.to_string(),
+                now
+            ],
+        )?;
+        tx.commit()?;
+        Ok(to_u64(seq))
+    }
+
+    /// A conversation with its entries.
+    pub fn conversation(&self, id: &str) -> Result<Option<ConversationRow>> {
+        let conn = lock(&self.conn);
+        let head = conn
+            .query_row(
+                "SELECT upstream, created_ms, updated_ms FROM conversations WHERE id = ?1",
+                params![id],
+                |row| {
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        row.get::<_, i64>(1)?,
+                        row.get::<_, i64>(2)?,
+                    ))
+                },
+            )
+            .optional()?;
+        let Some((upstream, created, updated)) = head else {
+            return Ok(None);
+        };
+        let mut statement = conn.prepare(
+            "SELECT seq, kind, call_id, round, duration_ms, data, at_ms FROM conversation_entries \
+             WHERE conversation_id = ?1 ORDER BY seq",
+        )?;
+        let rows = statement.query_map(params![id], |row| {
+            Ok((
+                row.get::<_, i64>(0)?,
+                row.get::<_, String>(1)?,
+                row.get::<_, Option<String>>(2)?,
+                row.get::<_, Option<i64>>(3)?,
+                row.get::<_, Option<i64>>(4)?,
+                row.get::<_, String>(5)?,
+                row.get::<_, i64>(6)?,
+            ))
+        })?;
+        let mut entries = Vec::new();
+        for row in rows {
+            let (seq, kind, call_id, round, duration, data, at) = row?;
+            entries.push(ConversationEntryRow {
+                seq: to_u64(seq),
+                kind,
+                call_id,
+                round: round.map(to_u64),
+                duration_ms: duration.map(to_u64),
+                data: serde_json::from_str(&data)?,
+                at_ms: to_u64(at),
+            });
+        }
+        Ok(Some(ConversationRow {
+            id: id.to_owned(),
+            upstream,
+            created_ms: to_u64(created),
+            updated_ms: to_u64(updated),
+            entries,
+        }))
+    }
+
+    /// The conversation in which tool call `call_id` was made.
+    pub fn conversation_of_call(&self, call_id: &str) -> Result<Option<String>> {
+        Ok(lock(&self.conn)
+            .query_row(
+                "SELECT conversation_id FROM conversation_entries \
+                 WHERE call_id = ?1 AND kind = 'tool_call' LIMIT 1",
+                params![call_id],
+                |row| row.get(0),
+            )
+            .optional()?)
+    }
+
+    /// Deletes conversations not updated since `cutoff_ms`; how many.
+    pub fn purge_conversations(&self, cutoff_ms: u64) -> Result<usize> {
+        let cutoff = to_i64(cutoff_ms);
+        let mut conn = lock(&self.conn);
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute(
+            "DELETE FROM conversation_entries WHERE conversation_id IN \
+             (SELECT id FROM conversations WHERE updated_ms < ?1)",
+            params![cutoff],
+        )?;
+        let n = tx.execute(
+            "DELETE FROM conversations WHERE updated_ms < ?1",
+            params![cutoff],
+        )?;
+        tx.commit()?;
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn entries_append_in_order_and_calls_find_their_conversation() {
+        let store = Store::in_memory().unwrap();
+        store
+            .begin_conversation("conv_1", "anthropic=http://x")
+            .unwrap();
+        let data = json!({"name": "f"});
+        for kind in ["request", "tool_call"] {
+            store
+                .append_conversation_entry(
+                    "conv_1",
+                    &NewConversationEntry {
+                        kind,
+                        call_id: (kind == "tool_call").then_some("toolu_1"),
+                        round: Some(1),
+                        duration_ms: None,
+                        data: &data,
+                    },
+                )
+                .unwrap();
+        }
+        let row = store.conversation("conv_1").unwrap().unwrap();
+        assert_eq!(row.upstream, "anthropic=http://x");
+        assert_eq!(row.entries.len(), 2);
+        assert_eq!(row.entries[1].seq, 2);
+        assert_eq!(row.entries[1].call_id.as_deref(), Some("toolu_1"));
+        assert_eq!(
+            store.conversation_of_call("toolu_1").unwrap().as_deref(),
+            Some("conv_1")
+        );
+        assert_eq!(store.conversation_of_call("toolu_2").unwrap(), None);
+        assert!(store.conversation("conv_2").unwrap().is_none());
+        assert_eq!(store.purge_conversations(now_ms() + 1).unwrap(), 1);
+        assert!(store.conversation("conv_1").unwrap().is_none());
+    }
+}
