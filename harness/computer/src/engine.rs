@@ -121,6 +121,11 @@ pub struct StepReport {
     pub screen_ops: Vec<Op>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub acknowledged_safety_checks: Vec<SafetyCheck>,
+    /// Indices of the call's `type` actions that the gate saw go into a password field:
+    /// their text is recorded as [`crate::trajectory::REDACTED`] (their screen ops here are
+    /// already redacted; the call is redacted by [`crate::trajectory::redact_call`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redacted_actions: Vec<usize>,
     /// False when the page did not settle before the cap.
     pub settled: bool,
     pub timings_ms: Timings,
@@ -141,6 +146,7 @@ impl StepReport {
             gates: Vec::new(),
             screen_ops: Vec::new(),
             acknowledged_safety_checks: Vec::new(),
+            redacted_actions: Vec::new(),
             settled: true,
             timings_ms: Timings::default(),
         }
@@ -189,6 +195,8 @@ struct Pending {
     index: usize,
     /// The verdict that asked (so the trajectory shows what was approved).
     verdict: Verdict,
+    /// Actions up to `index` whose typed text is redacted when recorded.
+    redacted: Vec<usize>,
 }
 
 /// A computer-use session over a backend.
@@ -281,14 +289,14 @@ impl<B: Backend> Computer<B> {
             ));
             return self.finish(report, &call, raw, None).await;
         }
-        self.run_call(call, 0, false, raw).await
+        self.run_call(call, 0, false, Vec::new(), raw).await
     }
 
     /// Approves the pending step: it resumes where it stopped (the asking action runs).
     pub async fn approve(&mut self, id: &str) -> Result<StepReport> {
         let p = self.take_pending(id)?;
         self.resolving = Some(p.id.clone());
-        let out = self.run_call(p.call, p.index, true, None).await;
+        let out = self.run_call(p.call, p.index, true, p.redacted, None).await;
         self.resolving = None;
         out
     }
@@ -307,6 +315,7 @@ impl<B: Backend> Computer<B> {
             .to_string(),
         );
         report.gates.push(p.verdict);
+        report.redacted_actions = p.redacted;
         let call = p.call;
         self.finish(report, &call, None, None).await
     }
@@ -333,11 +342,13 @@ impl<B: Backend> Computer<B> {
         call: ComputerCall,
         start: usize,
         approved: bool,
+        redacted: Vec<usize>,
         raw: Option<&serde_json::Value>,
     ) -> Result<StepReport> {
         let t0 = Instant::now();
         self.started = Some(t0);
         let mut report = self.new_report(&call);
+        report.redacted_actions = redacted;
         self.lowerer.space = call.coords;
         self.lowerer.scaler = self.backend.scaler();
         if let Some(p) = self.backend.pointer().await? {
@@ -391,11 +402,15 @@ impl<B: Backend> Computer<B> {
                 return self.action_error(report, &call, raw, e).await;
             }
             let tg = Instant::now();
-            let verdict = match self.gate(action, &lowered).await? {
+            let (verdict, secret) = match self.gate(action, &lowered).await? {
                 Ok(v) => v,
                 Err(e) => return self.action_error(report, &call, raw, e).await,
             };
             gate_ms += ms(tg);
+            // Before the decision: a step that asks or is denied records the call too.
+            if secret {
+                report.redacted_actions.push(index);
+            }
             let skip_ask = approved && index == start;
             match verdict.decision {
                 Decision::Deny => {
@@ -434,7 +449,14 @@ impl<B: Backend> Computer<B> {
                 }
             }
             act_ms += ms(ta);
-            report.screen_ops.extend(lowered.ops);
+            report
+                .screen_ops
+                .extend(lowered.ops.into_iter().map(|op| match op {
+                    Op::Text { .. } if secret => Op::Text {
+                        text: crate::trajectory::REDACTED.to_owned(),
+                    },
+                    op => op,
+                }));
             if lowered.text.is_some() {
                 report.text = lowered.text;
             }
@@ -487,12 +509,15 @@ impl<B: Backend> Computer<B> {
         });
         report.gates.push(verdict.clone());
         report.current_url = self.backend.current_url().await.ok();
+        let redacted = report.redacted_actions.clone();
         let out = self.finish(report, &call, raw, None).await;
         self.pending = Some(Pending {
             id,
             call,
             index,
             verdict,
+            // The asking action is gated again when approved.
+            redacted: redacted.into_iter().filter(|&i| i < index).collect(),
         });
         out
     }
@@ -529,13 +554,14 @@ impl<B: Backend> Computer<B> {
         Ok(report)
     }
 
-    /// Gathers what the action touches and asks the rules. The inner `Err` is a
-    /// model-visible refusal (a blocked URL).
+    /// Gathers what the action touches and asks the rules; also says whether the action
+    /// types into a password field (its text is then redacted when recorded). The inner
+    /// `Err` is a model-visible refusal (a blocked URL).
     async fn gate(
         &mut self,
         action: &Action,
         lowered: &crate::ops::Lowered,
-    ) -> Result<Result<Verdict, ActionError>> {
+    ) -> Result<Result<(Verdict, bool), ActionError>> {
         let kind = action.kind();
         let element = match (kind, lowered.target) {
             ("type" | "key", None) => self.backend.focused_element().await?,
@@ -577,12 +603,15 @@ impl<B: Backend> Computer<B> {
             Action::Click { modifiers, .. } if !modifiers.is_empty() => vec![modifiers.clone()],
             _ => Vec::new(),
         };
-        Ok(Ok(self.opts.rules.evaluate(&GateContext {
+        let secret = matches!(action, Action::Type { .. })
+            && element.as_ref().is_some_and(ElementInfo::is_password);
+        let verdict = self.opts.rules.evaluate(&GateContext {
             action,
             element: element.as_ref(),
             navigation,
             chords,
-        })))
+        });
+        Ok(Ok((verdict, secret)))
     }
 }
 

@@ -8,6 +8,7 @@ mod common;
 mod desktop;
 mod gates;
 mod isolation;
+mod origin_properties;
 mod recovery;
 mod scaling;
 mod trajectory;

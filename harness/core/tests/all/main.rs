@@ -10,6 +10,6 @@ mod bounds;
 mod client;
 mod handlers;
 mod policy;
+mod properties;
 mod registry;
 mod validation;
-mod properties;
