@@ -12,6 +12,7 @@ use std::process::{Command, Output, Stdio};
 mod browser;
 #[cfg(feature = "desktop")]
 mod desktop;
+mod gateway;
 mod serve;
 
 use pretty_assertions::assert_eq;

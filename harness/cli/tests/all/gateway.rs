@@ -1,0 +1,123 @@
+//! The model gateway (`cordon serve --upstream API=URL`) driven by the official `anthropic`
+//! SDK: `tests/e2e/gateway_anthropic.py` starts the stand-in model server
+//! (`tests/e2e/standin_model.py`, the upstream, on 127.0.0.1) and then a `cordon serve`
+//! pointed at it, so the stand-in is up before the server; the script stops the server on
+//! every way out (and the kernel sends it SIGTERM if the script is killed). Each test names
+//! one scenario and the upstream's API; the client always speaks Anthropic Messages.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Upper bound for one scenario; a hang fails the test instead of blocking CI.
+const SCRIPT_TIMEOUT: Duration = Duration::from_secs(300);
+
+fn e2e(script: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/e2e")
+        .join(script)
+}
+
+/// Runs `script args…` to completion (bounded), failing the test with its status.
+fn python(script: &str, args: &[&str]) {
+    let mut child = Command::new("python3")
+        .arg(e2e(script))
+        .args(args)
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("python3 runs (tests/bootstrap.sh installs the clients)");
+    let deadline = Instant::now() + SCRIPT_TIMEOUT;
+    loop {
+        if let Some(status) = child.try_wait().expect("wait for the script") {
+            assert!(status.success(), "{script} {args:?} failed: {status}");
+            return;
+        }
+        if Instant::now() > deadline {
+            // SIGKILL: the server it started gets SIGTERM from the kernel (PDEATHSIG).
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{script} {args:?} did not finish within {SCRIPT_TIMEOUT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Runs one scenario of `gateway_anthropic.py` against an upstream speaking `api`.
+fn scenario(name: &str, api: &str) {
+    python(
+        "gateway_anthropic.py",
+        &[
+            name,
+            "--cordon",
+            env!("CARGO_BIN_EXE_cordon"),
+            "--upstream-api",
+            api,
+        ],
+    );
+}
+
+#[test]
+fn standin_model_shapes_validate_against_the_sdk_types() {
+    python("standin_model.py", &[]);
+}
+
+// --- client tools, errors, credentials (Anthropic upstream unless named)
+
+#[test]
+fn gateway_parallel_client_tools_round_trip_created_and_streamed() {
+    scenario("parallel_client_tools", "anthropic");
+}
+
+#[test]
+fn gateway_parallel_client_tools_through_an_openai_chat_upstream() {
+    scenario("parallel_client_tools", "openai-chat");
+}
+
+#[test]
+fn gateway_parallel_client_tools_through_an_openai_responses_upstream() {
+    scenario("parallel_client_tools", "openai-responses");
+}
+
+#[test]
+fn gateway_tool_result_is_error_reaches_the_upstream() {
+    scenario("is_error", "anthropic");
+}
+
+#[test]
+fn gateway_tool_choice_reaches_the_upstream_in_its_own_terms() {
+    for api in ["anthropic", "openai-chat", "openai-responses"] {
+        scenario("tool_choice", api);
+    }
+}
+
+#[test]
+fn gateway_unknown_or_missing_tool_use_id_is_400_and_the_upstream_sees_nothing() {
+    scenario("pairing_errors", "anthropic");
+}
+
+#[test]
+fn gateway_upstream_errors_keep_their_status_and_type() {
+    scenario("upstream_error", "anthropic");
+    scenario("upstream_error", "openai-chat");
+}
+
+#[test]
+fn gateway_upstream_down_is_502() {
+    scenario("upstream_down", "anthropic");
+}
+
+#[test]
+fn gateway_upstream_timeout_is_504() {
+    scenario("upstream_timeout", "anthropic");
+}
+
+#[test]
+fn gateway_error_responses_carry_the_conversation_id() {
+    scenario("error_headers", "anthropic");
+}
+
+#[test]
+fn gateway_forwards_the_client_key_or_uses_upstream_key_env() {
+    scenario("credentials", "anthropic");
+    scenario("credentials", "openai-chat");
+}
