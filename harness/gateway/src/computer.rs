@@ -25,8 +25,13 @@ pub enum ComputerOutcome {
 
 /// The computers the gateway may drive, owned by the server (`/v1/computers`).
 pub trait Computers: Send + Sync + std::fmt::Debug {
-    /// Opens a new computer on `url`; its `cmp_…` id.
-    fn open<'a>(&'a self, url: &'a str) -> BoxFuture<'a, Result<String, String>>;
+    /// Opens a new computer on `url` whose screenshots the model sees at `display`
+    /// (width, height; the tool's `display_width_px`/`display_height_px`); its `cmp_…` id.
+    fn open<'a>(
+        &'a self,
+        url: &'a str,
+        display: Option<(u64, u64)>,
+    ) -> BoxFuture<'a, Result<String, String>>;
 
     /// Whether computer `id` is open.
     fn exists<'a>(&'a self, id: &'a str) -> BoxFuture<'a, bool>;

@@ -446,6 +446,14 @@ fn code_tool_description(ptc_tools: &ToolRegistry) -> String {
     text
 }
 
+/// The display a computer tool declares (`display_width_px`, `display_height_px`).
+fn display_of(data: &Value) -> Option<(u64, u64)> {
+    Some((
+        data["display_width_px"].as_u64()?,
+        data["display_height_px"].as_u64()?,
+    ))
+}
+
 /// Anthropic's computer tool as a function tool, for upstreams without the built-in.
 fn computer_function(name: &str, data: &Value) -> ToolDefinition {
     let width = data["display_width_px"].as_u64().unwrap_or(1024);
@@ -549,11 +557,14 @@ impl Run<'_> {
                             let id = if binding.starts_with("http://")
                                 || binding.starts_with("https://")
                             {
-                                computers.open(binding).await.map_err(|e| {
-                                    bad_request(format!(
-                                        "x-cordon-computer: cannot open {binding}: {e}"
-                                    ))
-                                })?
+                                computers
+                                    .open(binding, display_of(data))
+                                    .await
+                                    .map_err(|e| {
+                                        bad_request(format!(
+                                            "x-cordon-computer: cannot open {binding}: {e}"
+                                        ))
+                                    })?
                             } else if computers.exists(binding).await {
                                 binding.to_owned()
                             } else {

@@ -139,10 +139,29 @@ impl HubComputers {
 }
 
 impl Computers for HubComputers {
-    fn open<'a>(&'a self, url: &'a str) -> BoxFuture<'a, Result<String, String>> {
+    fn open<'a>(
+        &'a self,
+        url: &'a str,
+        display: Option<(u64, u64)>,
+    ) -> BoxFuture<'a, Result<String, String>> {
         Box::pin(async move {
-            let body: CreateComputer =
-                serde_json::from_value(json!({"url": url})).map_err(|e| e.to_string())?;
+            // The client named this page: its origin is allowed, as a client creating the
+            // session with `POST /v1/computers` could allow it. Other origins keep the
+            // default policy.
+            let origin = url
+                .split_once("://")
+                .map(|(scheme, rest)| {
+                    format!(
+                        "{scheme}://{}",
+                        rest.split(['/', '?', '#']).next().unwrap_or(rest)
+                    )
+                })
+                .unwrap_or_default();
+            let mut body = json!({"url": url, "allow_origins": [origin]});
+            if let Some((width, height)) = display {
+                body["display"] = json!({"width": width, "height": height});
+            }
+            let body: CreateComputer = serde_json::from_value(body).map_err(|e| e.to_string())?;
             self.hub
                 .create(body)
                 .await
