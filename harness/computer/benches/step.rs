@@ -70,10 +70,13 @@ async fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(200);
     let url = serve().await;
-    let browser = Browser::launch(BrowserOptions::default())
-        .await
-        .expect("chromium");
-    let mut uncapped_opts = BrowserOptions::default();
+    // The page lives on loopback: lift the private-network rule, as an operator would. The
+    // bench may run as root (CI), where Chromium's sandbox cannot run: opt out explicitly.
+    let mut base = BrowserOptions::default();
+    base.allow_private_network = true;
+    base.no_sandbox = true;
+    let browser = Browser::launch(base.clone()).await.expect("chromium");
+    let mut uncapped_opts = base;
     uncapped_opts.uncapped_frames = true;
     let uncapped = Browser::launch(uncapped_opts).await.expect("chromium");
     let mut cordon_step = f64::NAN;
@@ -131,6 +134,37 @@ async fn main() {
         c.into_backend().close().await.unwrap();
     }
     uncapped.close().await.unwrap();
+    // A navigation step: every one opens a new connection (the page server closes each),
+    // which goes through the session's SOCKS proxy (name check, resolution, address
+    // check, relay). This is the step that pays for the proxy; a click step opens none.
+    {
+        let session = browser.new_session(opts(&url, 1.0)).await.unwrap();
+        let mut e = EngineOptions::default();
+        e.rules = Rules::allow_all();
+        e.format = ImageFormat::JPEG;
+        let mut c = Computer::new(session, e);
+        let mut times = Vec::new();
+        for i in 0..n.min(100) + 5 {
+            let call = decode(
+                Vendor::Gemini,
+                &serde_json::json!({"name": "navigate", "args": {"url": format!("{url}?{i}")}}),
+            )
+            .unwrap();
+            let t = Instant::now();
+            let r = c.step(call, None).await.unwrap();
+            assert_eq!(r.status, Status::Ok, "{:?}", r.error);
+            if i >= 5 {
+                times.push(t.elapsed().as_secs_f64() * 1000.0);
+            }
+        }
+        println!(
+            "navigation step (new connection through the session proxy + load + capture), jpeg q80, dpr 1: \
+             p50 {:.1} ms, p99 {:.1} ms",
+            pct(&mut times, 0.5),
+            pct(&mut times, 0.99)
+        );
+        c.into_backend().close().await.unwrap();
+    }
     // New isolated session: context + page + viewport + first navigation + first screenshot.
     let mut times = Vec::new();
     for _ in 0..20 {

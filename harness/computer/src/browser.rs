@@ -2,11 +2,15 @@
 //! session, input through CDP `Input.*`, capture with `Page.captureScreenshot` at the model
 //! size (`clip.scale`).
 //!
-//! Isolation, measured in FIELD-NOTES: a session with an allow-list gets a context routed
-//! through a dead proxy whose bypass list holds exactly the allowed origins, which blocks
-//! everything else including WebSockets and popups. On top of that a browser-wide `Fetch`
-//! interception refuses block-listed origins and non-web schemes for every target (pages,
-//! popups, iframes, new contexts). Downloads are denied per context unless allowed.
+//! Isolation: every session's context is routed through the session's own SOCKS5 proxy
+//! (`socks`), which checks the allow- and block-list by name, resolves the name itself,
+//! refuses private-network addresses (unless allowed) and block-listed addresses, and
+//! connects to the address it checked; this covers pages, popups, iframes, workers and
+//! WebSockets. On top of that a browser-wide `Fetch` interception refuses block-listed
+//! origins and non-web schemes for every target. WebRTC may not send UDP around the proxy
+//! (`--webrtc-ip-handling-policy=disable_non_proxied_udp`). A session keeps at most
+//! [`MAX_OPEN_PAGES`] pages open; the page's extra windows are closed as they open.
+//! Downloads are denied per context unless allowed.
 
 use crate::display::{CapturePlan, CssPoint, DisplaySpec, Scaler, Size};
 use crate::engine::Backend;
@@ -14,8 +18,8 @@ use crate::error::{ActionError, Error, Result};
 use crate::gate::ElementInfo;
 use crate::image::{EncodedImage, ImageFormat, fit};
 use crate::ops::{Op, modifier_bit};
-use crate::origin::OriginPolicy;
-use crate::socks::BlockingProxy;
+use crate::origin::{OriginPattern, OriginPolicy};
+use crate::socks::SessionProxy;
 use base64::Engine as _;
 use chromiumoxide::cdp::browser_protocol::browser::{
     SetDownloadBehaviorBehavior, SetDownloadBehaviorParams,
@@ -40,7 +44,8 @@ use chromiumoxide::cdp::browser_protocol::page::{
     NavigateToHistoryEntryParams, SetInterceptFileChooserDialogParams, Viewport,
 };
 use chromiumoxide::cdp::browser_protocol::target::{
-    CreateBrowserContextParams, CreateTargetParams, EventTargetCreated, TargetId,
+    CloseTargetParams, CreateBrowserContextParams, CreateTargetParams, EventTargetCreated,
+    EventTargetDestroyed, TargetId,
 };
 use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
 use chromiumoxide::{BrowserConfig, Page};
@@ -48,7 +53,7 @@ use cordon_protocol::computer::{Button, Key};
 use futures::{FutureExt as _, StreamExt as _};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::RwLock;
@@ -56,6 +61,11 @@ use tokio::task::JoinHandle;
 
 /// Debian's real binary (`/usr/bin/chromium` is a wrapper that adds flags).
 pub const DEFAULT_CHROMIUM: &str = "/usr/lib/chromium/chromium";
+
+/// Most pages (the session's own, tabs, popups) one session may have open at once. A page
+/// that opens windows in a loop gets its extra windows closed as they open, so it cannot
+/// take the shared Chromium down; the model is told in the step's text.
+pub const MAX_OPEN_PAGES: usize = 20;
 
 /// How to start Chromium.
 #[derive(Debug, Clone)]
@@ -70,6 +80,16 @@ pub struct BrowserOptions {
     /// ~26 ms instead of ~40 ms, but a page with a running animation then costs about a
     /// whole core instead of ~14 %. Off by default; worth it for one or two busy sessions.
     pub uncapped_frames: bool,
+    /// Start Chromium without its own sandbox (`--no-sandbox`). Chromium's sandbox cannot
+    /// run as root, and [`Browser::launch`] refuses to start Chromium as root unless this
+    /// is set: the choice to drop that layer is the operator's, made explicitly
+    /// (`--no-browser-sandbox`).
+    pub no_sandbox: bool,
+    /// Origins every session may reach at private-network addresses although they are not
+    /// on its allow-list (the operator's `--allow-origin`).
+    pub allow_origins: Vec<OriginPattern>,
+    /// Lifts the private-network rule for every session (`--allow-private-network`).
+    pub allow_private_network: bool,
 }
 
 impl Default for BrowserOptions {
@@ -80,6 +100,9 @@ impl Default for BrowserOptions {
             request_timeout: Duration::from_secs(15),
             extra_args: Vec::new(),
             uncapped_frames: false,
+            no_sandbox: false,
+            allow_origins: Vec::new(),
+            allow_private_network: false,
         }
     }
 }
@@ -144,7 +167,6 @@ struct Shared {
     restart: tokio::sync::Mutex<()>,
     /// Block-lists of live sessions; the browser-wide Fetch refuses what any of them blocks.
     policies: Mutex<HashMap<u64, OriginPolicy>>,
-    dead_proxy_port: u16,
     opts: BrowserOptions,
 }
 
@@ -202,7 +224,6 @@ impl Shared {
 #[derive(Clone)]
 pub struct Browser {
     shared: Arc<Shared>,
-    proxy_task: Arc<JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for Browser {
@@ -218,7 +239,8 @@ impl std::fmt::Debug for Browser {
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
-fn running_as_root() -> bool {
+/// Whether this process runs as root (Chromium's sandbox cannot).
+pub fn running_as_root() -> bool {
     std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
         s.lines()
             .find(|l| l.starts_with("Uid:"))
@@ -264,13 +286,19 @@ async fn spawn_chromium(
             "no-default-browser-check",
             "disable-extensions",
             "deny-permission-prompts",
+            // WebRTC would otherwise send UDP (STUN, host candidates) around the session's
+            // proxy, which carries TCP only.
+            // (Debian's Chromium reads this switch; `force-webrtc-…` is not in it.)
+            "webrtc-ip-handling-policy=disable_non_proxied_udp",
         ])
         .args(opts.extra_args.iter().map(String::as_str));
     if opts.uncapped_frames {
         builder = builder.args(["disable-gpu-vsync", "disable-frame-rate-limit"]);
     }
-    if running_as_root() {
+    if opts.no_sandbox {
         builder = builder.no_sandbox();
+    } else if running_as_root() {
+        return Err(Error::SandboxAsRoot);
     }
     let config = builder.build().map_err(Error::Config)?;
     let (mut browser, handler) = chromiumoxide::Browser::launch(config).await.map_err(cdp)?;
@@ -286,27 +314,7 @@ impl Browser {
                 path: opts.executable.display().to_string(),
             });
         }
-        // A proxy that accepts and hangs up: contexts with an allow-list send everything
-        // not bypassed here, so it fails fast instead of timing out.
-        let dead = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .map_err(|e| Error::Config(format!("dead proxy: {e}")))?;
-        let dead_proxy_port = dead
-            .local_addr()
-            .map_err(|e| Error::Config(format!("dead proxy: {e}")))?
-            .port();
-        let proxy_task = tokio::spawn(async move {
-            while let Ok((sock, _)) = dead.accept().await {
-                drop(sock);
-            }
-        });
-        let (browser, handler, user_data_dir, pid) = match spawn_chromium(&opts).await {
-            Ok(b) => b,
-            Err(e) => {
-                proxy_task.abort();
-                return Err(e);
-            }
-        };
+        let (browser, handler, user_data_dir, pid) = spawn_chromium(&opts).await?;
         let shared = Arc::new(Shared {
             browser: RwLock::new(browser),
             life: Mutex::new(Life {
@@ -320,13 +328,9 @@ impl Browser {
             lost_tx: tokio::sync::watch::Sender::new(0),
             restart: tokio::sync::Mutex::new(()),
             policies: Mutex::new(HashMap::new()),
-            dead_proxy_port,
             opts,
         });
-        let this = Self {
-            shared,
-            proxy_task: Arc::new(proxy_task),
-        };
+        let this = Self { shared };
         this.start(handler, 1, pid).await?;
         Ok(this)
     }
@@ -487,7 +491,14 @@ impl Browser {
     }
 
     /// Opens an isolated session (own BrowserContext, viewport, DPR, policy).
-    pub async fn new_session(&self, opts: SessionOptions) -> Result<BrowserSession> {
+    ///
+    /// The session's policy is widened by what the operator allows
+    /// ([`BrowserOptions::allow_origins`], [`BrowserOptions::allow_private_network`]).
+    pub async fn new_session(&self, mut opts: SessionOptions) -> Result<BrowserSession> {
+        opts.policy = opts.policy.with_operator(
+            &self.shared.opts.allow_origins,
+            self.shared.opts.allow_private_network,
+        );
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         self.shared
             .policies
@@ -521,33 +532,18 @@ impl Browser {
         opts: &SessionOptions,
         generation: u64,
     ) -> Result<BrowserSession> {
-        // An allow-list: everything but the allowed origins goes to the dead proxy. Only a
-        // block-list: everything goes through a proxy that refuses the blocked endpoints
-        // (WebSockets included, which the browser-wide Fetch guard does not see).
-        let blocking_proxy = if opts.policy.needs_blocking_proxy() {
-            Some(
-                BlockingProxy::start(opts.policy.clone())
-                    .await
-                    .map_err(|e| Error::Config(format!("blocking proxy: {e}")))?,
-            )
-        } else {
-            None
-        };
-        let (proxy_server, proxy_bypass_list) =
-            match (&blocking_proxy, opts.policy.proxy_bypass_list()) {
-                (Some(proxy), _) => (Some(proxy.proxy_server()), Some("<-loopback>".to_owned())),
-                (None, Some(bypass)) => (
-                    Some(format!("http://127.0.0.1:{}", self.shared.dead_proxy_port)),
-                    Some(bypass),
-                ),
-                (None, None) => (None, None),
-            };
+        // Every connection of the session goes through its proxy, which resolves names
+        // itself and connects only to addresses it checked (see `socks`). `<-loopback>`
+        // stops Chromium from sending loopback addresses direct, as it does by default.
+        let proxy = SessionProxy::start(opts.policy.clone())
+            .await
+            .map_err(|e| Error::Config(format!("session proxy: {e}")))?;
         let browser = self.shared.browser.read().await;
         let context = browser
             .create_browser_context(CreateBrowserContextParams {
                 dispose_on_detach: Some(true),
-                proxy_server,
-                proxy_bypass_list,
+                proxy_server: Some(proxy.proxy_server()),
+                proxy_bypass_list: Some("<-loopback>".to_owned()),
                 origins_with_universal_network_access: None,
             })
             .await
@@ -568,17 +564,7 @@ impl Browser {
             })
             .await
             .map_err(cdp)?;
-        let ctx = context.clone();
-        let popups = browser
-            .event_listener::<EventTargetCreated>()
-            .await
-            .map_err(cdp)?
-            .filter_map(move |ev| {
-                let info = &ev.target_info;
-                let ours = info.r#type == "page" && info.browser_context_id.as_ref() == Some(&ctx);
-                futures::future::ready(ours.then(|| info.target_id.clone()))
-            })
-            .boxed();
+        let (popups, warden) = PageWarden::start(&browser, &self.shared, context.clone()).await?;
         let mut target = CreateTargetParams::new("about:blank");
         target.browser_context_id = Some(context.clone());
         let page = browser.new_page(target).await.map_err(cdp)?;
@@ -604,7 +590,8 @@ impl Browser {
             scroll_hint: None,
             deferred_turn: false,
             pending_popup: None,
-            _blocking_proxy: blocking_proxy,
+            proxy,
+            warden,
             uploads: opts.uploads.clone(),
             notes: Vec::new(),
             closed: false,
@@ -654,7 +641,6 @@ impl Browser {
         for t in tasks {
             t.abort();
         }
-        self.proxy_task.abort();
         let _removed = std::fs::remove_dir_all(&dir);
         Ok(())
     }
@@ -878,6 +864,88 @@ impl NetWatch {
     }
 }
 
+/// Watches the pages of one session's context: forwards new ones (popups, tabs) to the
+/// session, and closes those that would exceed [`MAX_OPEN_PAGES`] as soon as they open.
+struct PageWarden {
+    /// Pages closed for the cap and not reported yet.
+    closed: Arc<AtomicUsize>,
+    /// Pages of the session open now.
+    open: Arc<AtomicUsize>,
+    task: JoinHandle<()>,
+}
+
+impl Drop for PageWarden {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl PageWarden {
+    async fn start(
+        browser: &chromiumoxide::Browser,
+        shared: &Arc<Shared>,
+        context: chromiumoxide::cdp::browser_protocol::browser::BrowserContextId,
+    ) -> Result<(futures::stream::BoxStream<'static, TargetId>, Self)> {
+        let mut created = browser
+            .event_listener::<EventTargetCreated>()
+            .await
+            .map_err(cdp)?;
+        let mut destroyed = browser
+            .event_listener::<EventTargetDestroyed>()
+            .await
+            .map_err(cdp)?;
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<TargetId>();
+        let closed = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&closed);
+        let open_now = Arc::new(AtomicUsize::new(0));
+        let gauge = Arc::clone(&open_now);
+        let weak = Arc::downgrade(shared);
+        let task = tokio::spawn(async move {
+            let mut open = HashSet::new();
+            loop {
+                tokio::select! {
+                    Some(ev) = created.next() => {
+                        let info = &ev.target_info;
+                        if info.r#type != "page" || info.browser_context_id.as_ref() != Some(&context) {
+                            continue;
+                        }
+                        if open.len() < MAX_OPEN_PAGES {
+                            open.insert(info.target_id.clone());
+                            gauge.store(open.len(), Ordering::Relaxed);
+                            let _sent = tx.send(info.target_id.clone());
+                            continue;
+                        }
+                        counter.fetch_add(1, Ordering::Relaxed);
+                        let Some(shared) = weak.upgrade() else { return };
+                        let id = info.target_id.clone();
+                        // Closed aside, so a storm of windows is answered as fast as it comes.
+                        tokio::spawn(async move {
+                            let browser = shared.browser.read().await;
+                            let _closed = browser.execute(CloseTargetParams::new(id)).await;
+                        });
+                    }
+                    Some(ev) = destroyed.next() => {
+                        open.remove(&ev.target_id);
+                        gauge.store(open.len(), Ordering::Relaxed);
+                    }
+                    else => return,
+                }
+            }
+        });
+        let stream =
+            futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|t| (t, rx)) })
+                .boxed();
+        Ok((
+            stream,
+            Self {
+                closed,
+                open: open_now,
+                task,
+            },
+        ))
+    }
+}
+
 /// One isolated session: a BrowserContext with one page.
 pub struct BrowserSession {
     browser: Browser,
@@ -905,8 +973,10 @@ pub struct BrowserSession {
     deferred_turn: bool,
     /// A popup seen during a capture, for the next settle to follow.
     pending_popup: Option<TargetId>,
-    /// The session's SOCKS proxy when its policy is a block-list only; stops with it.
-    _blocking_proxy: Option<BlockingProxy>,
+    /// The session's SOCKS proxy (every connection goes through it); stops with it.
+    proxy: SessionProxy,
+    /// Counts the session's pages and closes those over [`MAX_OPEN_PAGES`].
+    warden: PageWarden,
     /// What file choosers are answered with (see [`SessionOptions::uploads`]).
     uploads: Vec<PathBuf>,
     /// Notes for the model about this step (see [`Backend::take_notes`]).
@@ -1013,6 +1083,12 @@ const DESCRIBE_JS: &str = r#"
 impl BrowserSession {
     pub fn page(&self) -> &Page {
         &self.page
+    }
+
+    /// How many pages (its own, tabs, popups) the session has open now; never more than
+    /// [`MAX_OPEN_PAGES`].
+    pub fn open_pages(&self) -> usize {
+        self.warden.open.load(Ordering::Relaxed)
     }
 
     /// Evaluates JavaScript in the page and returns its JSON value.
@@ -1517,7 +1593,16 @@ impl Backend for BrowserSession {
     }
 
     fn take_notes(&mut self) -> Vec<String> {
-        std::mem::take(&mut self.notes)
+        let mut notes = std::mem::take(&mut self.notes);
+        notes.extend(self.proxy.take_refusals());
+        let closed = self.warden.closed.swap(0, Ordering::Relaxed);
+        if closed > 0 {
+            notes.push(format!(
+                "The page tried to open more windows than a session may have open at once \
+                 ({MAX_OPEN_PAGES}); Cordon closed {closed} of them."
+            ));
+        }
+        notes
     }
 
     fn scaler(&self) -> Scaler {

@@ -47,6 +47,13 @@ pub enum Error {
          or pass its path (--chromium / BrowserOptions::executable)"
     )]
     BrowserMissing { path: String },
+    /// Cordon runs as root, where Chromium's own sandbox cannot run, and the operator did
+    /// not opt out of it explicitly.
+    #[error(
+        "Chromium's sandbox cannot run as root: run Cordon as an unprivileged user, or pass \
+         --no-browser-sandbox (BrowserOptions::no_sandbox) to start Chromium without it"
+    )]
+    SandboxAsRoot,
     /// The browser or the CDP connection failed (crash, hang, protocol error).
     #[error("browser: {0}")]
     Browser(String),

@@ -5,6 +5,7 @@
 //! - [`ops`]: actions lowered to screen-space input operations;
 //! - [`gate`]: `allow | ask | deny` approval rules on what an action touches;
 //! - [`origin`]: the allow/block policy for every request;
+//! - [`private_net`]: the private-network address ranges sessions may not reach by default;
 //! - [`image`]: the last mile of the screenshot pipeline (SIMD resize, PNG/JPEG);
 //! - [`engine`]: the step loop ([`Computer`]) over any [`Backend`], with approvals;
 //! - [`trajectory`]: JSONL + screenshots per step, and [`trajectory::replay`];
@@ -58,6 +59,7 @@ pub mod gate;
 pub mod image;
 pub mod ops;
 pub mod origin;
+pub mod private_net;
 #[cfg(feature = "browser")]
 mod socks;
 pub mod trajectory;

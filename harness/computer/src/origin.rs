@@ -4,9 +4,21 @@
 //! Patterns are origins (`http://127.0.0.1:8080`), wildcard hosts (`https://*.example.com`)
 //! or bare hosts (`example.com`, any scheme, default ports). `ws:`/`wss:` URLs match the
 //! `http:`/`https:` patterns of the same host and port, as browsers treat them.
+//!
+//! Hosts are compared after normalisation, on patterns and URLs alike: lower case, no
+//! trailing dot, IDNA names as punycode, numeric IPv4 forms (`127.1`, `0x7f.1`) as dotted
+//! quads and IPv4-mapped IPv6 (`[::ffff:7f00:1]`) as the IPv4 address it maps.
+//!
+//! Private-network addresses ([`crate::private_net`]) are refused unless the origin is on
+//! the allow-list or on [`OriginPolicy::private_allow`], or [`OriginPolicy::allow_private_network`]
+//! is set. [`OriginPolicy::check`] sees only the URL, so it catches literal addresses and
+//! `localhost` names; names that resolve to private addresses are refused where the
+//! connection is made ([`OriginPolicy::check_address`], on every resolved address).
 
+use crate::private_net::{is_localhost_name, private_range};
 use serde::{Deserialize, Serialize};
-use url::Url;
+use std::net::IpAddr;
+use url::{Host, Url};
 
 /// One origin pattern.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,19 +71,40 @@ impl OriginPattern {
         if rest.contains('/') {
             return Err(bad("an origin has no path"));
         }
-        let (host, port) = match rest.rsplit_once(':') {
-            Some((h, p)) if !h.ends_with(']') || rest.starts_with('[') => {
-                (h, Some(p.parse::<u16>().map_err(|_| bad("bad port"))?))
+        let port_of = |p: &str| p.parse::<u16>().map_err(|_| bad("bad port"));
+        let (host, port) = match rest.strip_prefix('[') {
+            // An IPv6 literal: its colons are not a port separator.
+            Some(inner) => {
+                let (v6, tail) = inner.split_once(']').ok_or_else(|| bad("unclosed `[`"))?;
+                let port = match tail {
+                    "" => None,
+                    t => Some(port_of(
+                        t.strip_prefix(':').ok_or_else(|| bad("bad port"))?,
+                    )?),
+                };
+                (format!("[{v6}]"), port)
             }
-            _ => (rest, None),
+            None => match rest.rsplit_once(':') {
+                Some((h, p)) => (h.to_owned(), Some(port_of(p)?)),
+                None => (rest.to_owned(), None),
+            },
         };
         if host.is_empty() {
             return Err(bad("no host"));
         }
+        let (wildcard, bare) = match host.strip_prefix("*.") {
+            Some(domain) => ("*.", domain),
+            None => ("", host.as_str()),
+        };
+        let host = Url::parse(&format!("http://{bare}/"))
+            .ok()
+            .as_ref()
+            .and_then(canonical_host)
+            .ok_or_else(|| bad("not a valid host"))?;
         Ok(Self {
             raw: raw.to_owned(),
             scheme,
-            host: host.to_ascii_lowercase(),
+            host: format!("{wildcard}{host}"),
             port,
         })
     }
@@ -82,10 +115,9 @@ impl OriginPattern {
         if self.scheme.as_deref().is_some_and(|s| s != scheme) {
             return false;
         }
-        let Some(host) = url.host_str() else {
+        let Some(host) = canonical_host(url) else {
             return false;
         };
-        let host = host.to_ascii_lowercase();
         let host_ok = match self.host.strip_prefix("*.") {
             Some(domain) => host == domain || host.ends_with(&format!(".{domain}")),
             None => host == self.host,
@@ -103,20 +135,26 @@ impl OriginPattern {
             },
         }
     }
+}
 
-    /// An entry for Chromium's proxy bypass list. Scheme-less so that WebSockets to the
-    /// same host and port go direct too.
-    fn bypass_entry(&self) -> String {
-        let port = self.port.or(match self.scheme.as_deref() {
-            Some("http") => Some(80),
-            Some("https") => Some(443),
-            _ => None,
-        });
-        match port {
-            Some(p) => format!("{}:{p}", self.host),
-            None => self.host.clone(),
-        }
-    }
+/// A URL's host, normalised for comparison (see the module docs). `None`: no host.
+fn canonical_host(url: &Url) -> Option<String> {
+    Some(match url.host()? {
+        Host::Domain(d) => d.trim_end_matches('.').to_ascii_lowercase(),
+        Host::Ipv4(a) => a.to_string(),
+        Host::Ipv6(a) => match a.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => format!("[{a}]"),
+        },
+    })
+}
+
+/// The IP address a canonical host names, if it is one.
+fn host_ip(host: &str) -> Option<IpAddr> {
+    host.trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse()
+        .ok()
 }
 
 /// The session's network policy.
@@ -128,18 +166,72 @@ pub struct OriginPolicy {
     pub allow: Vec<OriginPattern>,
     #[serde(default)]
     pub block: Vec<OriginPattern>,
+    /// Origins that may be reached at private-network addresses although they are not on
+    /// `allow` (the operator's `--allow-origin`). They lift the private-network rule for
+    /// those origins and restrict nothing else.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub private_allow: Vec<OriginPattern>,
+    /// Lifts the private-network rule entirely (`--allow-private-network`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub allow_private_network: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !b
 }
 
 /// Why a URL is refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal(pub String);
 
+/// The refusal for a private-network address: says why, and what would allow it.
+fn private_refusal(host: &str, ip: Option<IpAddr>, range: &str) -> Refusal {
+    let what = match ip {
+        Some(ip) if host_ip(host) != Some(ip) => {
+            format!("{host} resolves to {ip}, a private-network address ({range})")
+        }
+        _ => format!("{host} is a private-network address ({range})"),
+    };
+    Refusal(format!(
+        "{what}; private networks are off limits unless the origin is in the session's \
+         allow_origins or the operator allows it (--allow-origin, --allow-private-network)"
+    ))
+}
+
+/// `http://host:port/` and `https://host:port/` for an endpoint seen without a scheme
+/// (`host` bare, an IPv6 literal with or without brackets, or an IP address).
+fn endpoint_urls(host: &str, port: u16) -> Vec<Url> {
+    let host = if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]")
+    } else {
+        host.to_owned()
+    };
+    ["http", "https"]
+        .iter()
+        .filter_map(|scheme| Url::parse(&format!("{scheme}://{host}:{port}/")).ok())
+        .collect()
+}
+
 impl OriginPolicy {
     pub fn new(allow: Vec<OriginPattern>, block: Vec<OriginPattern>) -> Self {
-        Self { allow, block }
+        Self {
+            allow,
+            block,
+            ..Self::default()
+        }
     }
 
-    /// Checks a URL a page or the model wants to load.
+    /// Adds what the operator allows on top of a session's own policy: origins reachable
+    /// on private networks, or private networks altogether.
+    pub fn with_operator(mut self, private_allow: &[OriginPattern], allow_private: bool) -> Self {
+        self.private_allow.extend(private_allow.iter().cloned());
+        self.allow_private_network |= allow_private;
+        self
+    }
+
+    /// Checks a URL a page or the model wants to load. A private-network address is
+    /// caught here when the URL names it literally (any IP form, `localhost`,
+    /// `*.localhost`); names that resolve to one are refused when connecting.
     pub fn check(&self, raw: &str) -> Result<(), Refusal> {
         let url = Url::parse(raw).map_err(|e| Refusal(format!("not a valid URL: {e}")))?;
         match url.scheme() {
@@ -155,15 +247,45 @@ impl OriginPolicy {
         if !self.allow.is_empty() && !self.allow.iter().any(|p| p.matches(&url)) {
             return Err(Refusal("the origin is not on the allow-list".into()));
         }
+        if let Some(host) = canonical_host(&url) {
+            let range = if is_localhost_name(&host) {
+                Some("loopback")
+            } else {
+                host_ip(&host).and_then(private_range)
+            };
+            // A `localhost` name is allowed when its addresses are (as at the proxy).
+            let loopback_allowed = || {
+                is_localhost_name(&host)
+                    && ["127.0.0.1", "[::1]"].iter().any(|ip| {
+                        let mut named = url.clone();
+                        named.set_host(Some(ip)).is_ok() && self.private_exempt(&named)
+                    })
+            };
+            if let Some(range) = range
+                && !self.private_exempt(&url)
+                && !loopback_allowed()
+            {
+                return Err(private_refusal(&host, None, range));
+            }
+        }
         Ok(())
     }
 
+    /// Whether `url` may be reached at a private-network address.
+    fn private_exempt(&self, url: &Url) -> bool {
+        self.allow_private_network
+            || self.allow.iter().any(|p| p.matches(url))
+            || self.private_allow.iter().any(|p| p.matches(url))
+    }
+
     /// The part of [`check`](Self::check) that holds browser-wide: schemes and the
-    /// block-list (the allow-list is enforced per context by the proxy).
+    /// block-list (the allow-list and private networks are enforced per session, by its
+    /// proxy).
     pub fn check_blocklist(&self, raw: &str) -> Result<(), Refusal> {
         let relaxed = Self {
-            allow: Vec::new(),
             block: self.block.clone(),
+            allow_private_network: true,
+            ..Self::default()
         };
         relaxed.check(raw)
     }
@@ -172,34 +294,52 @@ impl OriginPolicy {
     /// only `host:port`): refused when an `http:` or `https:` origin (and so `ws:`/`wss:`)
     /// at that host and port is blocked.
     pub fn check_endpoint(&self, host: &str, port: u16) -> Result<(), Refusal> {
-        let host = if host.contains(':') && !host.starts_with('[') {
-            format!("[{host}]")
-        } else {
-            host.to_owned()
-        };
-        for scheme in ["http", "https"] {
-            self.check_blocklist(&format!("{scheme}://{host}:{port}/"))?;
+        for url in endpoint_urls(host, port) {
+            if self.block.iter().any(|p| p.matches(&url)) {
+                return Err(Refusal("the origin is on the block-list".into()));
+            }
         }
         Ok(())
     }
 
-    /// Whether connections must go through the blocking proxy (a block-list and no
-    /// allow-list; with an allow-list the dead proxy refuses everything else already).
-    pub fn needs_blocking_proxy(&self) -> bool {
-        self.allow.is_empty() && !self.block.is_empty()
+    /// The checks on a connection by name, before it is resolved: the block-list, and
+    /// the allow-list (an endpoint is allowed when an http/https origin on it is).
+    pub fn check_connection(&self, host: &str, port: u16) -> Result<(), Refusal> {
+        self.check_endpoint(host, port)?;
+        if !self.allow.is_empty()
+            && !endpoint_urls(host, port)
+                .iter()
+                .any(|u| self.allow.iter().any(|p| p.matches(u)))
+        {
+            return Err(Refusal("the origin is not on the allow-list".into()));
+        }
+        Ok(())
     }
 
-    /// Chromium's `proxyBypassList` for a context routed through a dead proxy: the allowed
-    /// origins go direct, everything else (WebSockets included) fails at the proxy.
-    /// `<-loopback>` stops Chromium from implicitly sending loopback addresses direct.
-    pub fn proxy_bypass_list(&self) -> Option<String> {
-        if self.allow.is_empty() {
-            return None;
+    /// The checks on one address `host` resolved to, before connecting to it: the
+    /// block-list on the address itself (blocking `http://127.0.0.1:8000` blocks every
+    /// name of that address), and the private-network rule (lifted when the endpoint is
+    /// allowed by its name or by that address).
+    pub fn check_address(&self, host: &str, port: u16, ip: IpAddr) -> Result<(), Refusal> {
+        let ip = match ip {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+            v4 => v4,
+        };
+        let literal = ip.to_string();
+        self.check_endpoint(&literal, port)?;
+        let Some(range) = private_range(ip) else {
+            return Ok(());
+        };
+        let exempt = self.allow_private_network
+            || endpoint_urls(host, port)
+                .iter()
+                .chain(&endpoint_urls(&literal, port))
+                .any(|u| self.private_exempt(u));
+        if exempt {
+            Ok(())
+        } else {
+            Err(private_refusal(host, Some(ip), range))
         }
-        // `<-loopback>` must come first: placed after other rules it resets them (measured).
-        let mut entries = vec!["<-loopback>".to_owned()];
-        entries.extend(self.allow.iter().map(OriginPattern::bypass_entry));
-        Some(entries.join(";"))
     }
 }
 
@@ -231,7 +371,6 @@ mod tests {
                 p("tracker.test"),
             ],
         );
-        assert!(policy.needs_blocking_proxy());
         assert!(policy.check_endpoint("evil.test", 443).is_err());
         assert!(policy.check_endpoint("evil.test", 80).is_ok());
         assert!(policy.check_endpoint("127.0.0.1", 9000).is_err());
@@ -241,8 +380,6 @@ mod tests {
         assert!(policy.check_endpoint("::1", 9000).is_ok());
         let ipv6 = OriginPolicy::new(Vec::new(), vec![p("http://[::1]:9000")]);
         assert!(ipv6.check_endpoint("::1", 9000).is_err());
-        assert!(!OriginPolicy::new(vec![p("a.test")], vec![p("b.test")]).needs_blocking_proxy());
-        assert!(!OriginPolicy::default().needs_blocking_proxy());
     }
 
     #[test]
@@ -263,7 +400,7 @@ mod tests {
     }
 
     #[test]
-    fn policy_blocks_schemes_lists_and_builds_bypass() {
+    fn policy_blocks_schemes_and_lists() {
         let pol = OriginPolicy::new(vec![p("http://127.0.0.1:8080")], vec![]);
         assert!(pol.check("http://127.0.0.1:8080/").is_ok());
         assert!(pol.check("data:text/html,hi").is_ok());
@@ -276,10 +413,6 @@ mod tests {
         ] {
             assert!(pol.check(bad).is_err(), "{bad}");
         }
-        assert_eq!(
-            pol.proxy_bypass_list().unwrap(),
-            "<-loopback>;127.0.0.1:8080"
-        );
         let block = OriginPolicy::new(vec![], vec![p("evil.test")]);
         assert_eq!(
             block.check("https://evil.test/x").unwrap_err().0,
@@ -290,5 +423,139 @@ mod tests {
             origin_of("http://127.0.0.1:8080/a").as_deref(),
             Some("http://127.0.0.1:8080")
         );
+    }
+
+    #[test]
+    fn hosts_match_after_normalisation() {
+        let block = OriginPolicy::new(vec![], vec![p("http://127.0.0.1:8000")]);
+        for same in [
+            "http://127.1:8000/",
+            "http://0x7f.1:8000/",
+            "http://2130706433:8000/",
+            "http://[::ffff:7f00:1]:8000/",
+            "http://[::ffff:127.0.0.1]:8000/",
+            "ws://127.0.0.1:8000/socket",
+        ] {
+            assert_eq!(
+                block.check_blocklist(same).unwrap_err().0,
+                "the origin is on the block-list",
+                "{same}"
+            );
+        }
+        assert!(block.check_endpoint("::ffff:127.0.0.1", 8000).is_err());
+        let names = OriginPolicy::new(vec![], vec![p("https://Evil.Test."), p("bücher.example")]);
+        for same in [
+            "https://evil.test/",
+            "https://EVIL.test./x",
+            "http://xn--bcher-kva.example/",
+            "http://BÜCHER.example./",
+        ] {
+            assert!(names.check_blocklist(same).is_err(), "{same}");
+        }
+        assert!(names.check_endpoint("evil.test.", 443).is_err());
+        assert!(names.check_blocklist("https://notevil.test/").is_ok());
+        assert_eq!(p("[::1]").host, "[::1]");
+        assert_eq!(p("http://[::1]:9000").port, Some(9000));
+        assert_eq!(p("*.Example.COM.").host, "*.example.com");
+        assert!(OriginPattern::parse("http://[::1").is_err());
+    }
+
+    #[test]
+    fn private_networks_are_refused_unless_named_or_lifted() {
+        let open = OriginPolicy::default();
+        for url in [
+            "http://127.0.0.1:8000/",
+            "http://localhost:8000/",
+            "http://LOCALHOST.:8000/",
+            "http://app.localhost/",
+            "http://127.1/",
+            "http://0x7f.1/",
+            "http://0.0.0.0:80/",
+            "http://[::1]/",
+            "http://[::]/",
+            "http://[::ffff:7f00:1]:8000/",
+            "http://169.254.169.254/latest/meta-data/",
+            "http://10.0.0.1/",
+            "http://192.168.1.1/",
+            "http://100.64.0.1/",
+            "http://[fd00::1]/",
+            "http://[fe80::1]/",
+            "ws://127.0.0.1:9/",
+        ] {
+            let why = open.check(url).unwrap_err().0;
+            assert!(why.contains("private-network address"), "{url}: {why}");
+        }
+        assert!(open.check("https://example.com/").is_ok());
+        assert!(open.check("http://8.8.8.8/").is_ok());
+        // Named in the allow-list, or by the operator, or lifted.
+        let named = OriginPolicy::new(vec![p("http://127.0.0.1:8000")], vec![]);
+        assert!(named.check("http://127.0.0.1:8000/").is_ok());
+        assert!(named.check("http://127.1:8000/").is_ok());
+        let operator = OriginPolicy::default().with_operator(&[p("http://localhost:8000")], false);
+        assert!(operator.check("http://localhost:8000/").is_ok());
+        assert!(operator.check("http://localhost:8001/").is_err());
+        assert!(
+            operator.check("https://example.com/").is_ok(),
+            "no allow-list"
+        );
+        let by_ip = OriginPolicy::default().with_operator(&[p("http://127.0.0.1:8000")], false);
+        assert!(by_ip.check("http://localhost:8000/").is_ok());
+        assert!(by_ip.check("http://localhost:8001/").is_err());
+        let lifted = OriginPolicy::default().with_operator(&[], true);
+        assert!(lifted.check("http://10.0.0.1/").is_ok());
+        assert!(lifted.check("file:///etc/passwd").is_err());
+    }
+
+    #[test]
+    fn connections_are_judged_on_every_resolved_address() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        let open = OriginPolicy::default();
+        // A public name that resolves to a private address (DNS rebinding, metadata).
+        let why = open.check_address("rebind.example", 80, ip("169.254.169.254"));
+        assert!(why.unwrap_err().0.contains("resolves to 169.254.169.254"));
+        assert!(open.check_address("localhost", 80, ip("::1")).is_err());
+        assert!(
+            open.check_address("x.example", 80, ip("::ffff:10.0.0.1"))
+                .is_err()
+        );
+        assert!(
+            open.check_address("x.example", 80, ip("93.184.215.14"))
+                .is_ok()
+        );
+        // Allowed by the name the page used, or by the address it resolved to.
+        let by_name = OriginPolicy::new(vec![p("http://localhost:8000")], vec![]);
+        assert!(by_name.check_connection("localhost", 8000).is_ok());
+        assert!(
+            by_name
+                .check_address("localhost", 8000, ip("127.0.0.1"))
+                .is_ok()
+        );
+        assert!(
+            by_name.check_connection("127.0.0.1", 8000).is_err(),
+            "allow-list"
+        );
+        let by_ip = OriginPolicy::default().with_operator(&[p("http://127.0.0.1:8000")], false);
+        assert!(
+            by_ip
+                .check_address("localhost", 8000, ip("127.0.0.1"))
+                .is_ok()
+        );
+        assert!(
+            by_ip
+                .check_address("localhost", 8001, ip("127.0.0.1"))
+                .is_err()
+        );
+        // A blocked address is blocked under every name.
+        let block =
+            OriginPolicy::new(vec![], vec![p("http://127.0.0.1:8000")]).with_operator(&[], true);
+        assert!(block.check_connection("localhost", 8000).is_ok());
+        let why = block.check_address("localhost", 8000, ip("127.0.0.1"));
+        assert_eq!(why.unwrap_err().0, "the origin is on the block-list");
+        assert!(
+            block
+                .check_address("x", 8000, ip("::ffff:127.0.0.1"))
+                .is_err()
+        );
+        assert!(block.check_address("x", 8001, ip("127.0.0.1")).is_ok());
     }
 }

@@ -1,16 +1,21 @@
-//! A SOCKS5 proxy per session that refuses connections to blocked endpoints.
+//! A SOCKS5 proxy per session: every connection of the session goes through it, and it
+//! decides where each may go.
 //!
 //! Chromium's browser-wide `Fetch` interception sees HTTP(S) requests but not WebSockets
-//! (FIELD-NOTES). A context with an allow-list routes everything through a dead proxy and
-//! lets the allowed origins bypass it; a block-list cannot be written as a bypass list
-//! (Chromium has no negative rules), so a context with only a block-list is routed through
-//! this proxy instead. Through SOCKS5 Chromium tunnels every connection (HTTP, HTTPS,
-//! WebSockets) and names the host, so one check on `host:port` covers them all, workers
-//! included. The proxy sees no scheme: an endpoint is refused when any http/https/ws/wss
-//! origin at that host and port is blocked ([`OriginPolicy::check_endpoint`]).
+//! (FIELD-NOTES), and never the address a name resolves to. Each session's BrowserContext
+//! is routed through this proxy with `socks5://` (no bypass, `<-loopback>` included), so
+//! Chromium tunnels every connection (HTTP, HTTPS, WebSockets, workers, popups) here and
+//! sends the *name*, unresolved. The proxy checks the name (allow- and block-list,
+//! [`OriginPolicy::check_connection`]), resolves it itself, checks every address
+//! ([`OriginPolicy::check_address`]: block-list and private networks) and connects to an
+//! address that passed: the address checked is the address connected to, so a name that
+//! changes its answer between a check and Chromium's own lookup (DNS rebinding) gains
+//! nothing. Refusals are kept for the session to tell the model.
 
 use crate::origin::OriginPolicy;
-use std::net::{Ipv4Addr, Ipv6Addr};
+use crate::private_net::is_localhost_name;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
@@ -18,6 +23,9 @@ use tokio::task::JoinHandle;
 
 /// The longest a client may take for the handshake, and we for the upstream connect.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Most refusals kept between two reads (a page retrying in a loop must not grow memory).
+const MAX_REFUSALS: usize = 20;
 
 // SOCKS5 (RFC 1928) constants.
 const VERSION: u8 = 5;
@@ -36,57 +44,126 @@ const REPLY_ADDRESS_NOT_SUPPORTED: u8 = 8;
 
 /// A running proxy; stops when dropped.
 #[derive(Debug)]
-pub(crate) struct BlockingProxy {
+pub(crate) struct SessionProxy {
     port: u16,
     task: JoinHandle<()>,
+    refusals: Arc<Mutex<Vec<String>>>,
 }
 
-impl Drop for BlockingProxy {
+impl Drop for SessionProxy {
     fn drop(&mut self) {
         self.task.abort();
     }
 }
 
-impl BlockingProxy {
+impl SessionProxy {
     /// Listens on a free loopback port.
     pub(crate) async fn start(policy: OriginPolicy) -> std::io::Result<Self> {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
         let port = listener.local_addr()?.port();
+        let refusals = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&refusals);
+        let policy = Arc::new(policy);
         let task = tokio::spawn(async move {
             // Each connection is its own task, aborted with the runtime; dropping the
             // proxy stops new ones, and Chromium closes the rest with the context.
             while let Ok((client, _)) = listener.accept().await {
-                let policy = policy.clone();
+                let policy = Arc::clone(&policy);
+                let log = Arc::clone(&log);
                 tokio::spawn(async move {
-                    let _done = serve(client, &policy).await;
+                    let _done = serve(client, &policy, &log).await;
                 });
             }
         });
-        Ok(Self { port, task })
+        Ok(Self {
+            port,
+            task,
+            refusals,
+        })
     }
 
     /// Chromium's `proxyServer` value.
     pub(crate) fn proxy_server(&self) -> String {
         format!("socks5://127.0.0.1:{}", self.port)
     }
+
+    /// The connections refused since the last call, as sentences for the model.
+    pub(crate) fn take_refusals(&self) -> Vec<String> {
+        std::mem::take(&mut *self.refusals.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+fn note(log: &Mutex<Vec<String>>, host: &str, port: u16, why: &str) {
+    let line = format!("Cordon refused a connection to {host}:{port}: {why}.");
+    let mut log = log.lock().unwrap_or_else(|p| p.into_inner());
+    if log.len() < MAX_REFUSALS && !log.contains(&line) {
+        log.push(line);
+    }
+}
+
+/// The addresses `host` stands for. `localhost` names mean loopback without asking DNS,
+/// as in Chromium (RFC 6761).
+async fn resolve(host: &str, port: u16) -> std::io::Result<Vec<IpAddr>> {
+    if let Ok(ip) = host.trim_start_matches('[').trim_end_matches(']').parse() {
+        return Ok(vec![ip]);
+    }
+    if is_localhost_name(host) {
+        return Ok(vec![
+            IpAddr::V4(Ipv4Addr::LOCALHOST),
+            IpAddr::V6(Ipv6Addr::LOCALHOST),
+        ]);
+    }
+    let found = tokio::time::timeout(HANDSHAKE_TIMEOUT, tokio::net::lookup_host((host, port)))
+        .await
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))??;
+    Ok(found.map(|a| a.ip()).collect())
 }
 
 /// One client connection: handshake, check, then relay until either side closes.
-async fn serve(mut client: TcpStream, policy: &OriginPolicy) -> std::io::Result<()> {
+async fn serve(
+    mut client: TcpStream,
+    policy: &OriginPolicy,
+    log: &Mutex<Vec<String>>,
+) -> std::io::Result<()> {
     let target = tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake(&mut client))
         .await
         .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))??;
     let Some((host, port)) = target else {
         return Ok(());
     };
-    if policy.check_endpoint(&host, port).is_err() {
+    // Chromium sends canonical hosts; a trailing dot or capitals must not slip by anyway.
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    if let Err(refusal) = policy.check_connection(&host, port) {
+        note(log, &host, port, &refusal.0);
         return reply(&mut client, REPLY_NOT_ALLOWED).await;
     }
-    let upstream = tokio::time::timeout(HANDSHAKE_TIMEOUT, TcpStream::connect((host, port))).await;
-    let Ok(Ok(mut upstream)) = upstream else {
+    let Ok(addrs) = resolve(&host, port).await else {
         return reply(&mut client, REPLY_HOST_UNREACHABLE).await;
     };
+    let mut refused = None;
+    let mut upstream = None;
+    for ip in addrs {
+        if let Err(refusal) = policy.check_address(&host, port, ip) {
+            refused.get_or_insert(refusal);
+            continue;
+        }
+        let connect = TcpStream::connect(SocketAddr::new(ip, port));
+        if let Ok(Ok(stream)) = tokio::time::timeout(HANDSHAKE_TIMEOUT, connect).await {
+            upstream = Some(stream);
+            break;
+        }
+    }
+    let Some(mut upstream) = upstream else {
+        return match refused {
+            Some(refusal) => {
+                note(log, &host, port, &refusal.0);
+                reply(&mut client, REPLY_NOT_ALLOWED).await
+            }
+            None => reply(&mut client, REPLY_HOST_UNREACHABLE).await,
+        };
+    };
     let _nodelay = upstream.set_nodelay(true);
+    let _nodelay = client.set_nodelay(true);
     reply(&mut client, REPLY_OK).await?;
     tokio::io::copy_bidirectional(&mut client, &mut upstream).await?;
     Ok(())

@@ -164,3 +164,241 @@ async fn downloads_land_in_the_session_directory_only_when_allowed() {
     })
     .await;
 }
+
+/// Waits for the page's `wsState` to leave `pending`.
+const WS_STATE_JS: &str = "new Promise(r => { const t = () => wsState === 'pending' ? setTimeout(t, 10) : r(wsState); t(); })";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn private_networks_are_refused_by_default_and_the_model_is_told_why() {
+    let private = PageServer::start(None).await;
+    let server = PageServer::start(Some(private.addr)).await;
+    let port = private.addr.port();
+    with_browser_options(strict_browser_options(), |browser| async move {
+        // A start page on loopback that nobody named.
+        let err = browser
+            .new_session(page_opts(1.0, private.url("/targets")))
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("private-network address (loopback)"), "{err}");
+
+        // The session names only its own page server; the other loopback server is private.
+        let mut opts = page_opts(1.0, server.url("/form"));
+        opts.policy = OriginPolicy::default()
+            .with_operator(&[OriginPattern::parse(&server.origin()).unwrap()], false);
+        let mut c = computer(&browser, opts, Rules::allow_all()).await;
+        // Typed navigations in every spelling of the address: refused before anything loads.
+        for url in [
+            format!("http://127.0.0.1:{port}/"),
+            format!("http://localhost:{port}/"),
+            format!("http://LocalHost.:{port}/"),
+            format!("http://app.localhost:{port}/"),
+            format!("http://127.1:{port}/"),
+            format!("http://0x7f.1:{port}/"),
+            format!("http://[::ffff:7f00:1]:{port}/"),
+            format!("http://[::1]:{port}/"),
+            format!("http://0.0.0.0:{port}/"),
+            "http://169.254.169.254/latest/meta-data/".to_owned(),
+        ] {
+            let r = step(&mut c, Vendor::Gemini, json!({"name": "navigate", "args": {"url": url}})).await;
+            assert_eq!(r.status, Status::Error, "{url}");
+            assert!(r.error.as_deref().unwrap().contains("private-network address"), "{url}: {r:?}");
+        }
+        // A redirect to it: the page shows an error, and the step's text says why.
+        let r = ok_step(&mut c, Vendor::Gemini, json!({"name": "navigate", "args": {"url": server.url("/redirect")}})).await;
+        let text = r.text.clone().unwrap_or_default();
+        assert!(text.contains(&format!("refused a connection to 127.0.0.1:{port}")), "{r:?}");
+        assert!(text.contains("private-network address (loopback)"), "{text}");
+        // A popup, a WebSocket, a subresource and a worker, each under several names.
+        ok_step(&mut c, Vendor::Gemini, json!({"name": "navigate", "args": {"url": server.url("/popup")}})).await;
+        ok_step(&mut c, Vendor::Anthropic, json!({"action": "left_click", "coordinate": [50, 40]})).await;
+        ok_step(&mut c, Vendor::Gemini, json!({"name": "navigate", "args": {"url": server.url("/ws")}})).await;
+        assert_ne!(c.backend().eval(WS_STATE_JS).await.unwrap(), "open");
+        let mut names = vec![
+            "localhost".to_owned(),
+            "localhost.".to_owned(),
+            "a.b.localhost".to_owned(),
+            "[::ffff:7f00:1]".to_owned(),
+            "127.1".to_owned(),
+        ];
+        // The machine's own name usually resolves (through /etc/hosts) to a private
+        // address; when it does, it is one more name of a private address.
+        if let Ok(host) = std::fs::read_to_string("/etc/hostname") {
+            let host = host.trim().to_owned();
+            let private_name = std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), port))
+                .map(|mut a| a.all(|a| cordon_computer::private_net::private_range(a.ip()).is_some()))
+                .unwrap_or(false);
+            if private_name && !host.is_empty() {
+                names.push(host);
+            }
+        }
+        for name in &names {
+            let fetched = c.backend().eval(format!(
+                "fetch('http://{name}:{port}/sub', {{mode: 'no-cors'}}).then(() => 'loaded', () => 'failed')"
+            )).await.unwrap();
+            assert_eq!(fetched, "failed", "{name}");
+            let ws = c.backend().eval(format!(
+                "new Promise(r => {{ const s = new WebSocket('ws://{name}:{port}/socket'); \
+                 s.onopen = () => r('open'); s.onerror = () => r('error'); }})"
+            )).await.unwrap();
+            assert_eq!(ws, "error", "{name}");
+        }
+        let r = ok_step(&mut c, Vendor::Anthropic, json!({"action": "screenshot"})).await;
+        assert!(r.text.unwrap_or_default().contains("private-network address"));
+        assert_eq!(private.hits(), Vec::<String>::new(), "the private server was reached");
+        c.into_backend().close().await.unwrap();
+
+        // Positive control: naming the origin in the allow-list lets the same page through.
+        let mut opts = page_opts(1.0, server.url("/ws"));
+        opts.policy = allow(&[&server.origin(), &private.origin()]);
+        let c = computer(&browser, opts, Rules::allow_all()).await;
+        c.backend().eval(WS_STATE_JS).await.unwrap();
+        assert!(private.hits().iter().any(|h| h.starts_with("GET /socket")), "{:?}", private.hits());
+        c.into_backend().close().await.unwrap();
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operator_allowed_origins_reach_private_networks_and_nothing_else_changes() {
+    let private = PageServer::start(None).await;
+    let other = PageServer::start(None).await;
+    let mut options = strict_browser_options();
+    options.allow_origins = vec![OriginPattern::parse(&private.origin()).unwrap()];
+    with_browser_options(options, |browser| async move {
+        let mut c = computer(
+            &browser,
+            page_opts(1.0, private.url("/targets")),
+            Rules::allow_all(),
+        )
+        .await;
+        // Also under another name of the same address.
+        let localhost = format!("http://localhost:{}/named", private.addr.port());
+        ok_step(
+            &mut c,
+            Vendor::Gemini,
+            json!({"name": "navigate", "args": {"url": localhost}}),
+        )
+        .await;
+        assert!(
+            private.hits().iter().any(|h| h.starts_with("GET /named")),
+            "{:?}",
+            private.hits()
+        );
+        let r = step(
+            &mut c,
+            Vendor::Gemini,
+            json!({"name": "navigate", "args": {"url": other.url("/")}}),
+        )
+        .await;
+        assert_eq!(r.status, Status::Error);
+        assert_eq!(other.hits(), Vec::<String>::new());
+        c.into_backend().close().await.unwrap();
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn block_lists_match_every_name_of_an_address() {
+    let blocked = PageServer::start(None).await;
+    let server = PageServer::start(Some(blocked.addr)).await;
+    let port = blocked.addr.port();
+    with_browser(|browser| async move {
+        let mut opts = page_opts(1.0, server.url("/targets"));
+        opts.policy = OriginPolicy::new(vec![], vec![OriginPattern::parse(&blocked.origin()).unwrap()]);
+        let mut c = computer(&browser, opts, Rules::allow_all()).await;
+        for url in [
+            format!("http://localhost:{port}/a"),
+            format!("http://[::ffff:7f00:1]:{port}/b"),
+            format!("http://127.1:{port}/c"),
+            format!("http://LOCALHOST.:{port}/d"),
+        ] {
+            let r = step(&mut c, Vendor::Gemini, json!({"name": "navigate", "args": {"url": url}})).await;
+            let said = format!("{:?} {:?}", r.error, r.text);
+            assert!(said.contains("block-list"), "{url}: {said}");
+        }
+        let fetched = c.backend().eval(format!(
+            "fetch('http://localhost:{port}/sub', {{mode: 'no-cors'}}).then(() => 'loaded', () => 'failed')"
+        )).await.unwrap();
+        assert_eq!(fetched, "failed");
+        assert_eq!(blocked.hits(), Vec::<String>::new(), "the blocked origin was reached");
+        // Positive control: the same names reach the page server that is not blocked.
+        let r = ok_step(&mut c, Vendor::Gemini, json!({"name": "navigate", "args": {"url": format!("http://localhost:{}/ok", server.addr.port())}})).await;
+        assert_eq!(r.error, None);
+        assert!(server.hits().iter().any(|h| h.starts_with("GET /ok")), "{:?}", server.hits());
+        c.into_backend().close().await.unwrap();
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webrtc_gathers_no_candidates_outside_the_proxy() {
+    let server = PageServer::start(None).await;
+    with_browser(|browser| async move {
+        let c = computer(&browser, page_opts(1.0, server.url("/targets")), Rules::allow_all()).await;
+        let candidates = c.backend().eval(
+            "new Promise(async r => { const pc = new RTCPeerConnection({iceServers: []}); \
+             pc.createDataChannel('x'); const c = []; \
+             pc.onicecandidate = e => e.candidate ? c.push(e.candidate.candidate) : r(c); \
+             await pc.setLocalDescription(await pc.createOffer()); setTimeout(() => r(c), 3000); })",
+        ).await.unwrap();
+        let candidates: Vec<String> = serde_json::from_value(candidates).unwrap();
+        for c in &candidates {
+            assert!(!c.contains(" udp ") && !c.contains("typ host") && !c.contains("typ srflx"), "{candidates:?}");
+        }
+        c.into_backend().close().await.unwrap();
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_window_storm_is_capped_and_other_sessions_keep_stepping() {
+    let server = PageServer::start(None).await;
+    with_browser(|browser| async move {
+        let mut storm = computer(
+            &browser,
+            page_opts(1.0, server.url("/storm")),
+            Rules::allow_all(),
+        )
+        .await;
+        let mut calm = computer(
+            &browser,
+            page_opts(1.0, server.url("/targets")),
+            Rules::allow_all(),
+        )
+        .await;
+        for (i, (id, x, y)) in TARGETS.iter().enumerate().take(4) {
+            // Target centres in model pixels (1280x800 shown as 1024x640).
+            let at = [(x + TARGET_SIZE / 2) * 4 / 5, (y + TARGET_SIZE / 2) * 4 / 5];
+            ok_step(
+                &mut calm,
+                Vendor::Anthropic,
+                json!({"action": "left_click", "coordinate": at}),
+            )
+            .await;
+            assert_eq!(eval(&calm, "hits.length").await, i + 1, "{id}");
+            assert!(storm.backend().open_pages() <= cordon_computer::browser::MAX_OPEN_PAGES);
+        }
+        let r = ok_step(
+            &mut storm,
+            Vendor::Anthropic,
+            json!({"action": "screenshot"}),
+        )
+        .await;
+        let text = r.text.unwrap_or_default();
+        assert!(
+            text.contains("more windows than a session may have open at once (20)"),
+            "{text}"
+        );
+        assert!(storm.backend().open_pages() <= cordon_computer::browser::MAX_OPEN_PAGES);
+        assert_eq!(browser.generation(), 1, "Chromium was lost");
+        storm.into_backend().close().await.unwrap();
+        ok_step(
+            &mut calm,
+            Vendor::Anthropic,
+            json!({"action": "screenshot"}),
+        )
+        .await;
+        calm.into_backend().close().await.unwrap();
+    })
+    .await;
+}

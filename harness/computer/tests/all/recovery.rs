@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
 use crate::common::*;
-use cordon_computer::browser::{Browser, BrowserOptions};
+use cordon_computer::browser::Browser;
 use cordon_computer::display::Size;
 use cordon_computer::gate::Rules;
 use cordon_computer::{Error, Status};
@@ -84,7 +84,7 @@ async fn a_killed_browser_fails_its_sessions_and_the_next_session_restarts_it() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hung_browser_is_detected_killed_and_replaced() {
     let server = PageServer::start(None).await;
-    let mut o = BrowserOptions::default();
+    let mut o = browser_options();
     o.request_timeout = Duration::from_secs(2);
     let browser = Browser::launch(o).await.unwrap();
     let opts = page_opts(1.0, server.url("/targets"));

@@ -187,6 +187,13 @@ fn route(
                document.title = i.id + ':' + [...i.files].map(f => f.name).join(',');</script></body></html>"
                 .into(),
         ),
+        // Opens windows from load on, in a loop that never ends (the session's page cap).
+        "/storm" => html(
+            "<!doctype html><html><head><title>storm</title></head><body><script>\
+             const burst = () => { for (let i = 0; i < 5; i++) window.open('about:blank'); };\
+             burst(); setInterval(burst, 100);</script>storm</body></html>"
+                .into(),
+        ),
         "/delay" | "/late" => ("200 OK", "text/plain", "done".into(), String::new()),
         "/download" => ("200 OK", "application/octet-stream", "secret".into(), "Content-Disposition: attachment; filename=x.bin\r\n".into()),
         _ => html(format!("<!doctype html><title>page {path} on {me}</title><body>hello</body>")),
@@ -227,9 +234,36 @@ impl Shot {
 
 static BROWSERS: OnceLock<tokio::sync::Semaphore> = OnceLock::new();
 
+/// The options tests launch Chromium with. The test pages live on loopback, which sessions
+/// may not reach by default: tests lift the private-network rule explicitly, as an operator
+/// would (`--allow-private-network`); the isolation tests that check the rule use
+/// [`strict_browser_options`]. CI runs as root, where Chromium's sandbox cannot run: the
+/// tests opt out of it explicitly (`--no-browser-sandbox`).
+pub fn browser_options() -> BrowserOptions {
+    let mut o = strict_browser_options();
+    o.allow_private_network = true;
+    o
+}
+
+/// Like [`browser_options`], with the private-network rule in force.
+pub fn strict_browser_options() -> BrowserOptions {
+    let mut o = BrowserOptions::default();
+    o.no_sandbox = true;
+    o
+}
+
 /// Launches Chromium, runs `body`, and stops Chromium whether `body` passes or panics.
 /// At most two browsers run at once (2-core machines).
 pub async fn with_browser<F, Fut>(body: F)
+where
+    F: FnOnce(Browser) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    with_browser_options(browser_options(), body).await;
+}
+
+/// [`with_browser`] with other options.
+pub async fn with_browser_options<F, Fut>(options: BrowserOptions, body: F)
 where
     F: FnOnce(Browser) -> Fut,
     Fut: Future<Output = ()>,
@@ -239,7 +273,7 @@ where
         .acquire()
         .await
         .unwrap();
-    let browser = match Browser::launch(BrowserOptions::default()).await {
+    let browser = match Browser::launch(options).await {
         Ok(b) => b,
         Err(e) => panic!("{e}"),
     };
