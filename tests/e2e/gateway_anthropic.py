@@ -631,6 +631,24 @@ print("warmest:", max(r["temp_c"] for r in reports))
 """
 
 
+def code_call_id(request):
+    """The id of the last `code_execution` call in the model turns the upstream got back:
+    its result must answer exactly that id."""
+    body, ids = request.body, []
+    if request.api == "anthropic":
+        ids = [b["id"] for m in body["messages"] if m["role"] == "assistant"
+               and isinstance(m["content"], list) for b in m["content"]
+               if b.get("type") == "tool_use" and b.get("name") == "code_execution"]
+    elif request.api == "openai-chat":
+        ids = [c["id"] for m in body["messages"] for c in m.get("tool_calls") or []
+               if c["function"]["name"] == "code_execution"]
+    else:
+        ids = [i["call_id"] for i in body["input"] if isinstance(i, dict)
+               and i.get("type") == "function_call" and i.get("name") == "code_execution"]
+    assert ids, request
+    return ids[-1]
+
+
 def _start_ptc(client, model, code, call_id, tools=None, messages=None):
     model.push(reply("I'll write a program.", tool_use("code_execution", {"code": code},
                                                           id=call_id)))
@@ -681,7 +699,7 @@ def scenario_ptc_batch(api):
         assert len(model.requests) == 2, model.requests
         resumed = model.requests[1]
         results = resumed.tool_results()
-        assert [r[0] for r in results] == ["toolu_code_1"], results
+        assert [r[0] for r in results] == [code_call_id(resumed)], results
         assert "warmest: 21" in results[0][1], results
         # Intermediate results stay out of the model's context unless printed.
         assert "SECRET_PARIS" not in resumed.all_text(), resumed
@@ -708,7 +726,7 @@ def scenario_ptc_asyncio_gather_client(api):
             raw = await client.messages.with_raw_response.create(
                 model=MODEL, max_tokens=100, tools=[CODE_TOOL, ptc_weather()],
                 messages=messages)
-            message = raw.parse()
+            message = await raw.parse()
             uses = blocks(message, "tool_use")
             assert len(uses) == 2, message
 
@@ -725,7 +743,9 @@ def scenario_ptc_asyncio_gather_client(api):
                     *messages, {"role": "assistant", "content": as_params(message.content)},
                     {"role": "user", "content": list(answers)}])
             assert final.stop_reason == "end_turn", final
-            assert "warmest: 5" in model.requests[1].tool_results()[0][1], model.requests[1]
+            results = model.requests[1].tool_results()
+            assert [r[0] for r in results] == [code_call_id(model.requests[1])], results
+            assert "warmest: 5" in results[0][1], results
             await client.close()
 
         asyncio.run(asyncio.wait_for(main(), TIMEOUT * 2))
@@ -777,7 +797,9 @@ def scenario_ptc_repl_state(api):
                     results_for(message, {blocks(message, "tool_use")[0].id: {"temp_c": 2}})]
         final, _, _ = create(client, tools=[CODE_TOOL, ptc_weather()], container=container,
                              messages=messages)
-        assert "first 2" in model.requests[1].tool_results()[0][1], model.requests[1]
+        results = model.requests[1].tool_results()
+        assert [r[0] for r in results] == [code_call_id(model.requests[1])], results
+        assert "first 2" in results[0][1], results
         model.push(reply(tool_use("code_execution", {"code": "print(counter + 2)"},
                                   id="toolu_repl_2")),
                    reply("42"))
@@ -787,12 +809,15 @@ def scenario_ptc_repl_state(api):
                                       container=container, messages=messages)
         assert again.content[-1].text == "42", again_body
         results = model.requests[3].tool_results()
-        assert results[-1][0] == "toolu_repl_2" and results[-1][1].strip().startswith("42"), \
-            results
+        assert results[-1][0] == code_call_id(model.requests[3]), results
+        assert results[-1][1].split("stdout:")[-1].strip().startswith("42"), results
         assert not results[-1][2], results
 
 
 # --- computer use --------------------------------------------------------------------------
+
+# As root Chromium's own sandbox cannot run; the operator opts out explicitly (README).
+BROWSER_FLAGS = ["--no-browser-sandbox"] if os.geteuid() == 0 else []
 
 COMPUTER_TOOL = {"type": "computer_20251124", "name": "computer",
                  "display_width_px": 1024, "display_height_px": 640}
@@ -810,7 +835,7 @@ def _image_blocks(request):
 
 def scenario_computer(api):
     """A computer tool run by Cordon on a local page: click, screenshot to the model, gate."""
-    with serve_page() as page, gateway(api) as (cordon, model):
+    with serve_page() as page, gateway(api, extra=BROWSER_FLAGS) as (cordon, model):
         origin = page.rsplit("/", 1)[0]
         http = cordon.http()
         opened = http.post("/v1/computers", json={"url": page, "display": DISPLAY,
@@ -864,7 +889,7 @@ def scenario_computer(api):
 
 def scenario_computer_url(api):
     """`x-cordon-computer: <URL>` opens a new computer; the response names it."""
-    with serve_page() as page, gateway(api) as (cordon, model):
+    with serve_page() as page, gateway(api, extra=BROWSER_FLAGS) as (cordon, model):
         client = cordon.client()
         model.push(reply(tool_use("computer", {"action": "left_click", "coordinate": GO},
                                   id="toolu_u_1")),

@@ -2,7 +2,8 @@
 
 Usage:
   python3 mcp_client.py stdio CORDON_BINARY TOOLS_FILE   # spawns `cordon mcp` itself
-  python3 mcp_client.py http URL                          # a running `cordon mcp --http`
+  python3 mcp_client.py http URL PAGE_PORT                # a running `cordon mcp --http
+                                                          # --allow-origin http://127.0.0.1:PAGE_PORT`
 Exits non-zero on the first failed check; every call is bounded by a timeout.
 """
 
@@ -10,6 +11,7 @@ import base64
 import json
 import os
 import shutil
+import socket
 import sys
 import tempfile
 
@@ -279,11 +281,52 @@ async def connected(binary):
         assert [c["name"] for c in calls][:2] == ["calc.add", "calc.table"], calls
 
 
-def server(binary, tools_file, *extra):
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def page_origin():
+    return f"http://127.0.0.1:{os.environ['CORDON_E2E_PAGE_PORT']}"
+
+
+def server(binary, tools_file, *extra, operator_allows_page=True):
+    """`cordon mcp` on stdio. The test page is on loopback, a private network: the operator
+    names its origin (`--allow-origin`, which also spares computer_open the new-origin
+    question); CI runs as root, so Chromium's sandbox is opted out of explicitly."""
+    allow = ["--allow-origin", page_origin()] if operator_allows_page else ["--allow-private-network"]
     return StdioServerParameters(
         command=binary,
-        args=["mcp", "--tools", tools_file, "--cpu-ms", "60000", "--timeout-ms", "120000", "--memory-mb", "64", *extra],
+        args=["mcp", "--tools", tools_file, "--cpu-ms", "60000", "--timeout-ms", "120000", "--memory-mb", "64",
+              "--no-browser-sandbox", *allow, *extra],
     )
+
+
+async def open_gate(binary, tools_file):
+    """computer_open passes the approval gate like a navigation: a new origin the operator
+    did not name asks the user, and without elicitation nobody can be asked."""
+    asked, approve, decline = elicitation_answers()
+    with serve_page() as page:
+        async with Client(server(binary, tools_file, operator_allows_page=False), mode="legacy") as client:
+            result = await tool(client, "computer_open", {"url": page, "display": DISPLAY})
+            assert result.is_error and "[refused]" in text_of(result), text_of(result)
+            assert "elicitation" in text_of(result) and "new-origin" in text_of(result), text_of(result)
+        async with Client(server(binary, tools_file, operator_allows_page=False), mode="legacy",
+                          elicitation_callback=decline) as client:
+            result = await tool(client, "computer_open", {"url": page, "display": DISPLAY})
+            assert result.is_error and "declined" in text_of(result), text_of(result)
+        async with Client(server(binary, tools_file, operator_allows_page=False), mode="legacy",
+                          elicitation_callback=approve) as client:
+            computer = await open_page(client, page)
+            await tool(client, "computer_close", {"id": computer})
+        assert len(asked) == 2 and page in asked[0], asked
+        # Private networks stay off limits however the model spells the address.
+        async with Client(server(binary, tools_file), mode="legacy") as client:
+            port = os.environ["CORDON_E2E_PAGE_PORT"]
+            for url in [f"http://localhost:{int(port) + 1}/", "http://169.254.169.254/latest/meta-data/"]:
+                result = await tool(client, "computer_open", {"url": url, "display": DISPLAY})
+                assert result.is_error and "private-network" in text_of(result), (url, text_of(result))
 
 
 def recorded_trajectories(root):
@@ -313,6 +356,7 @@ async def main_stdio(binary, tools_file):
                 shutil.rmtree(trajectories)
     await approvals(binary, tools_file)
     await computer_approvals(binary, tools_file)
+    await open_gate(binary, tools_file)
     await connected(binary)
 
 
@@ -353,7 +397,10 @@ async def main_http(url):
 
 if __name__ == "__main__":
     if sys.argv[1] == "stdio":
+        os.environ.setdefault("CORDON_E2E_PAGE_PORT", str(free_port()))
         anyio.run(main_stdio, sys.argv[2], sys.argv[3])
     else:
+        # The server was started with `--allow-origin http://127.0.0.1:PAGE_PORT`.
+        os.environ["CORDON_E2E_PAGE_PORT"] = sys.argv[3]
         anyio.run(main_http, sys.argv[2])
     print(f"ok mcp {sys.argv[1]}")

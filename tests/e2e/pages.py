@@ -9,6 +9,7 @@ display 1024x640 the tests use (factor 0.8), their centres are, in model pixels:
 import contextlib
 import http.server
 import threading
+import os
 
 PAGE = b"""<!doctype html>
 <html><head><title>start</title>
@@ -40,7 +41,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 @contextlib.contextmanager
 def serve_page():
     """Yields the page's URL; the server stops when the block ends."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    # A fixed port when the caller has to name the page's origin before it exists (an
+    # operator's `--allow-origin`); any free port otherwise.
+    port = int(os.environ.get("CORDON_E2E_PAGE_PORT", "0"))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), _Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

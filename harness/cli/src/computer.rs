@@ -41,9 +41,19 @@ pub struct ComputerArgs {
     /// The Xvfb binary (desktop).
     #[arg(long, value_name = "PATH", env = "CORDON_XVFB")]
     pub xvfb: Option<PathBuf>,
-    /// Origins the session may reach (repeatable). None given: all but the blocked ones.
+    /// Origins the session may reach (repeatable). None given: all but the blocked ones
+    /// and private-network addresses (loopback, link-local, RFC 1918 …), which are
+    /// reachable only when named here or with --allow-private-network.
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     pub allow_origin: Vec<String>,
+    /// Let the session reach private-network addresses (loopback, link-local, RFC 1918,
+    /// CGNAT, unique-local …) without naming each origin.
+    #[arg(long, conflicts_with = "desktop")]
+    pub allow_private_network: bool,
+    /// Start Chromium without its own sandbox. Required when running as root, where the
+    /// sandbox cannot run (Cordon refuses to start Chromium as root otherwise).
+    #[arg(long, conflicts_with = "desktop")]
+    pub no_browser_sandbox: bool,
     /// Origins the session may never reach (repeatable).
     #[arg(long = "block-origin", value_name = "ORIGIN")]
     pub block_origin: Vec<String>,
@@ -114,6 +124,37 @@ pub struct ReplayArgs {
     /// Chromium binary.
     #[arg(long, value_name = "PATH", env = "CORDON_CHROMIUM")]
     pub chromium: Option<PathBuf>,
+    /// Start Chromium without its own sandbox (required as root).
+    #[arg(long)]
+    pub no_browser_sandbox: bool,
+}
+
+/// Chromium's settings shared by `cordon serve` and `cordon mcp`: what computer sessions
+/// may reach beyond their own policy, and Chromium's sandbox.
+#[derive(Debug, clap::Args)]
+pub struct BrowserFlags {
+    /// Let computer sessions reach ORIGIN although it is on a private network (loopback,
+    /// link-local, RFC 1918, CGNAT, unique-local …), which they may not by default; judged
+    /// on the address a name resolves to (repeatable).
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    pub allow_origin: Vec<String>,
+    /// Let computer sessions reach every private-network address.
+    #[arg(long)]
+    pub allow_private_network: bool,
+    /// Start Chromium without its own sandbox. Required when running as root, where the
+    /// sandbox cannot run (Cordon refuses to start Chromium as root otherwise).
+    #[arg(long)]
+    pub no_browser_sandbox: bool,
+}
+
+impl BrowserFlags {
+    /// `options` with these flags applied.
+    pub fn apply(&self, mut options: BrowserOptions) -> anyhow::Result<BrowserOptions> {
+        options.allow_origins = patterns(&self.allow_origin).context("--allow-origin")?;
+        options.allow_private_network = self.allow_private_network;
+        options.no_sandbox = self.no_browser_sandbox;
+        Ok(options)
+    }
 }
 
 /// How a desktop session was set up.
@@ -159,7 +200,11 @@ fn patterns(list: &[String]) -> anyhow::Result<Vec<OriginPattern>> {
         .collect()
 }
 
-async fn launch(chromium: Option<&Path>, uncapped_frames: bool) -> anyhow::Result<Browser> {
+async fn launch(
+    chromium: Option<&Path>,
+    uncapped_frames: bool,
+    no_sandbox: bool,
+) -> anyhow::Result<Browser> {
     let mut opts = BrowserOptions::default();
     if let Some(p) = chromium {
         opts = opts.executable(p);
@@ -184,6 +229,7 @@ fn line(report: &StepReport, dir: &Path) -> Value {
         "step": report.step,
         "status": report.status,
         "error": report.error,
+    opts.no_sandbox = no_sandbox;
         "current_url": report.current_url,
         "timings_ms": report.timings_ms,
     });
@@ -272,7 +318,8 @@ pub async fn run(args: ComputerArgs) -> anyhow::Result<ExitCode> {
         desktop,
         dpr: args.dpr,
         display: parse_display(&args)?,
-        policy: OriginPolicy::new(patterns(&args.allow_origin)?, patterns(&args.block_origin)?),
+        policy: OriginPolicy::new(patterns(&args.allow_origin)?, patterns(&args.block_origin)?)
+            .with_operator(&[], args.allow_private_network),
         image_format,
         rules: rules.clone(),
         vendor,
@@ -307,7 +354,12 @@ pub async fn run(args: ComputerArgs) -> anyhow::Result<ExitCode> {
             file.display()
         );
     }
-    let browser = launch(args.chromium.as_deref(), args.uncapped_frames).await?;
+    let browser = launch(
+        args.chromium.as_deref(),
+        args.uncapped_frames,
+        args.no_browser_sandbox,
+    )
+    .await?;
     let result = async {
         let mut opts = session_options(&meta, args.downloads.clone());
         opts.uploads = args
@@ -448,7 +500,7 @@ pub async fn replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             return Err(no_desktop());
         }
     } else {
-        let browser = launch(args.chromium.as_deref(), false).await?;
+        let browser = launch(args.chromium.as_deref(), false, args.no_browser_sandbox).await?;
         let result = async {
             let session = browser.new_session(session_options(&meta, None)).await?;
             let mut computer = Computer::new(session, engine_options(&meta));

@@ -57,6 +57,8 @@ pub struct McpArgs {
     /// replayable with `cordon replay`.
     #[arg(long, value_name = "DIR", conflicts_with = "no_computer")]
     pub trajectories: Option<PathBuf>,
+    #[command(flatten)]
+    pub browser: crate::computer::BrowserFlags,
 }
 
 /// `cordon mcp`.
@@ -87,7 +89,7 @@ pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
     let browser = if args.no_computer {
         None
     } else {
-        let mut browser = BrowserOptions::default();
+        let mut browser = args.browser.apply(BrowserOptions::default())?;
         if let Some(path) = args.chromium {
             browser = browser.executable(path);
         }

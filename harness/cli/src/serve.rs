@@ -98,6 +98,8 @@ pub struct ServeArgs {
     /// Idle time after which a gateway code-execution container expires.
     #[arg(long, default_value = "30m", value_name = "DURATION", value_parser = parse_duration)]
     pub container_ttl: std::time::Duration,
+    #[command(flatten)]
+    pub browser: crate::computer::BrowserFlags,
 }
 
 /// `--upstream` and friends as the server's gateway setup (`None` without `--upstream`).
@@ -199,7 +201,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         args.max_instances,
     )
     .await?;
-    let mut browser = BrowserOptions::default();
+    let mut browser = args.browser.apply(BrowserOptions::default())?;
     if let Some(path) = args.chromium {
         browser = browser.executable(path);
     }

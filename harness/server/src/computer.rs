@@ -188,7 +188,11 @@ impl Setup {
             patterns(&body.allow_origins, "allow_origins").map_err(invalid)?,
             patterns(&body.block_origins, "block_origins").map_err(invalid)?,
         );
-        if let Err(refusal) = policy.check(&body.url) {
+        // Schemes and the lists are checked here; the private-network rule, which the
+        // operator may widen (`--allow-origin`, `--allow-private-network`), when the
+        // session opens, on the addresses the name resolves to.
+        let lists = policy.clone().with_operator(&[], true);
+        if let Err(refusal) = lists.check(&body.url) {
             return Err(ComputerError::Blocked(format!(
                 "the start url {:?} is refused: {}",
                 body.url, refusal.0
@@ -638,6 +642,14 @@ impl ComputerPool {
     /// The process id of the running Chromium, if one runs.
     pub fn chromium_pid(&self) -> Option<u32> {
         match self.pid.load(Ordering::SeqCst) {
+    /// Whether the operator named `url`'s origin (`--allow-origin`): such a start page
+    /// needs no approval when a model opens it.
+    pub fn operator_allows(&self, url: &str) -> bool {
+        let named = OriginPolicy::new(self.options.allow_origins.clone(), Vec::new())
+            .with_operator(&[], true);
+        !self.options.allow_origins.is_empty() && named.check(url).is_ok()
+    }
+
             0 => None,
             pid => Some(pid),
         }
@@ -809,16 +821,45 @@ pub fn reap_orphaned_chromium(pid: u32) -> bool {
     let Ok(pid) = i32::try_from(pid) else {
         return false;
     };
-    kill(pid);
-    // Its helper processes exit when the browser process does; give it a moment.
-    for _ in 0..50 {
-        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
-            break;
+    let killed = kill(pid);
+    if killed {
+        // Its helper processes exit when the browser process does; give it a moment.
+        for _ in 0..50 {
+            if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
         }
-        std::thread::sleep(Duration::from_millis(10));
     }
-    let _removed = std::fs::remove_dir_all(profile);
-    true
+    remove_profile(&profile, killed);
+    killed
+}
+
+/// Removes a reaped Chromium's profile directory, but only when its kill succeeded and the
+/// directory is one Cordon made: directly in the temp directory, named
+/// `cordon-chromium-…`, a real directory (not a symlink) owned by this user. The path
+/// comes from a process's command line, which anyone could have written.
+fn remove_profile(profile: &std::path::Path, killed: bool) -> bool {
+    if !killed || !own_profile_dir(profile) {
+        return false;
+    }
+    std::fs::remove_dir_all(profile).is_ok()
+}
+
+fn own_profile_dir(profile: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    let named = profile
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with("cordon-chromium-"));
+    let temp = std::env::temp_dir().canonicalize().ok();
+    let parent = profile.parent().and_then(|p| p.canonicalize().ok());
+    let in_temp = temp.is_some() && parent == temp;
+    // /proc/self belongs to this process's effective user.
+    let me = std::fs::metadata("/proc/self").map(|m| m.uid()).ok();
+    let ours = std::fs::symlink_metadata(profile)
+        .is_ok_and(|m| m.file_type().is_dir() && Some(m.uid()) == me);
+    named && in_temp && ours
 }
 
 /// Whether a process exists and has not exited (a zombie has: its parent has just not
@@ -845,9 +886,9 @@ fn profile_owner(profile: &std::path::Path) -> Option<u32> {
     unsafe_code,
     reason = "kill(2) on a pid we checked is our Chromium; no memory is involved"
 )]
-fn kill(pid: i32) {
+fn kill(pid: i32) -> bool {
     // SAFETY: kill(2) takes plain integers and touches no memory of ours.
-    let _ = unsafe { libc::kill(pid, libc::SIGKILL) };
+    unsafe { libc::kill(pid, libc::SIGKILL) == 0 }
 }
 
 #[cfg(test)]
@@ -895,6 +936,58 @@ mod tests {
     fn body(extra: Value) -> CreateComputer {
         let mut value = json!({"url": "http://127.0.0.1:9/"});
         if let (Value::Object(into), Value::Object(from)) = (&mut value, extra) {
+    #[test]
+    fn only_our_own_profile_directories_in_temp_are_removed() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let temp = std::env::temp_dir();
+        let make = |name: &str| {
+            let dir = temp.join(name);
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+            dir
+        };
+        let id = std::process::id();
+        // Ours, and the kill succeeded: removed.
+        let ours = make(&format!("cordon-chromium-{id}-reap-1"));
+        assert!(remove_profile(&ours, true));
+        assert!(!ours.exists());
+        // The kill failed: kept.
+        let kept = make(&format!("cordon-chromium-{id}-reap-2"));
+        assert!(!remove_profile(&kept, false));
+        assert!(kept.exists());
+        // Not directly in the temp directory (a command line can name any path).
+        let outside = tempfile::tempdir_in(".").unwrap();
+        let elsewhere = outside.path().join(format!("cordon-chromium-{id}-reap-3"));
+        std::fs::create_dir(&elsewhere).unwrap();
+        assert!(!remove_profile(&elsewhere, true));
+        assert!(elsewhere.exists());
+        let sneaky = temp.join(format!(
+            "cordon-chromium-{id}-reap-2/../cordon-chromium-x/.."
+        ));
+        assert!(!remove_profile(&sneaky, true));
+        assert!(kept.exists());
+        // A symlink in the temp directory to a directory elsewhere.
+        let link = temp.join(format!("cordon-chromium-{id}-reap-4"));
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&elsewhere, &link).unwrap();
+        assert!(!remove_profile(&link, true));
+        assert!(elsewhere.exists());
+        std::fs::remove_file(&link).unwrap();
+        // Another user's directory (only root can make one to test with).
+        if std::fs::metadata("/proc/self")
+            .map(|m| std::os::unix::fs::MetadataExt::uid(&m))
+            .ok()
+            == Some(0)
+        {
+            let theirs = make(&format!("cordon-chromium-{id}-reap-5"));
+            std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+            assert!(!remove_profile(&theirs, true));
+            assert!(theirs.exists());
+            std::fs::remove_dir_all(&theirs).unwrap();
+        }
+        std::fs::remove_dir_all(&kept).unwrap();
+    }
+
             into.extend(from);
         }
         serde_json::from_value(value).unwrap()

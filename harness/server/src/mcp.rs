@@ -624,7 +624,7 @@ impl ServerHandler for McpServer {
                 .await
                 .map(CallToolResponse::from),
             "computer_open" if computing => {
-                Ok(CallToolResponse::from(computers.open(arguments).await))
+                Ok(CallToolResponse::from(computers.open(arguments, &context).await))
             }
             "computer" if computing => Ok(CallToolResponse::from(
                 computers.act(arguments, &context).await,

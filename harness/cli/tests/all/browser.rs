@@ -40,8 +40,10 @@ fn browser_sessions_run_scripted_actions_upload_and_replay() {
         }
         a
     }
+    // CI runs as root, where Chromium's sandbox cannot run: opted out explicitly.
     let base = vec![
         "computer",
+        "--no-browser-sandbox",
         "--url",
         PAGE,
         "--display",
@@ -82,7 +84,14 @@ fn browser_sessions_run_scripted_actions_upload_and_replay() {
     );
 
     // The recorded trajectory replays against a fresh session without diverging.
-    let replay = cordon(&["replay", trajectory.to_str().unwrap()], "");
+    let replay = cordon(
+        &[
+            "replay",
+            "--no-browser-sandbox",
+            trajectory.to_str().unwrap(),
+        ],
+        "",
+    );
     assert_eq!(
         replay.status.code(),
         Some(0),

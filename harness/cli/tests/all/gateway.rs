@@ -121,3 +121,67 @@ fn gateway_forwards_the_client_key_or_uses_upstream_key_env() {
     scenario("credentials", "anthropic");
     scenario("credentials", "openai-chat");
 }
+
+// --- operator server tools (`--tools FILE`)
+
+#[test]
+fn gateway_server_tools_run_inline_and_the_client_sees_only_the_answer() {
+    scenario("server_tool_inline", "anthropic");
+    scenario("server_tool_inline", "openai-chat");
+}
+
+#[test]
+fn gateway_ask_server_tool_granted_and_denied_with_cordon_approval() {
+    scenario("ask_approval", "anthropic");
+}
+
+#[test]
+fn gateway_invalid_server_tool_input_goes_back_as_is_error_and_the_model_retries() {
+    scenario("validation_retry", "anthropic");
+}
+
+#[test]
+fn gateway_tool_round_cap_ends_the_turn_and_says_so() {
+    scenario("loop_cap", "anthropic");
+}
+
+// --- programmatic tool calling
+
+#[test]
+fn gateway_ptc_batch_of_two_client_calls_suspends_and_resumes_in_its_container() {
+    for api in ["anthropic", "openai-chat", "openai-responses"] {
+        scenario("ptc_batch", api);
+    }
+}
+
+#[test]
+fn gateway_ptc_batch_answered_by_an_async_client_with_gather() {
+    scenario("ptc_asyncio_gather_client", "anthropic");
+}
+
+#[test]
+fn gateway_ptc_unknown_and_expired_containers_are_400() {
+    scenario("ptc_container_errors", "anthropic");
+}
+
+#[test]
+fn gateway_ptc_repl_state_persists_in_a_container() {
+    scenario("ptc_repl_state", "anthropic");
+}
+
+// --- computer use and conversations
+
+#[test]
+fn gateway_computer_tool_runs_on_a_bound_computer_with_a_gate() {
+    scenario("computer", "anthropic");
+}
+
+#[test]
+fn gateway_computer_header_with_a_url_opens_a_computer() {
+    scenario("computer_url", "anthropic");
+}
+
+#[test]
+fn gateway_conversation_record_shows_turns_calls_and_results() {
+    scenario("conversations", "anthropic");
+}

@@ -97,12 +97,16 @@ impl Server {
     }
 
     fn serve(db: &Path, extra: &[&str]) -> Server {
+        // The test pages are on loopback (a private network) and CI runs as root: both
+        // are lifted explicitly, as an operator would.
         let mut args = vec![
             "serve",
             "--addr",
             "127.0.0.1:0",
             "--db",
             db.to_str().unwrap(),
+            "--allow-private-network",
+            "--no-browser-sandbox",
         ];
         args.extend_from_slice(extra);
         Server::start(&args)
@@ -315,9 +319,27 @@ fn mcp_streamable_http_with_the_official_python_sdk() {
     let tools = dir.path().join("tools.json");
     std::fs::write(&tools, MCP_TOOLS).unwrap();
     let tools = tools.to_str().unwrap();
-    let server = Server::start(&["mcp", "--http", "127.0.0.1:0", "--tools", tools]);
+    // The script serves its page on this port; the operator names its origin (loopback is
+    // a private network). CI runs as root: Chromium's sandbox is opted out of explicitly.
+    let page_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    let page_origin = format!("http://127.0.0.1:{page_port}");
+    let server = Server::start(&[
+        "mcp",
+        "--http",
+        "127.0.0.1:0",
+        "--tools",
+        tools,
+        "--allow-origin",
+        &page_origin,
+        "--no-browser-sandbox",
+    ]);
     let url = format!("{}/mcp", server.url);
-    python("mcp_client.py", &["http", &url]);
+    python("mcp_client.py", &["http", &url, &page_port]);
 }
 
 // --- network edges: Host/Origin guard, host tools without a token, connected tools' policy

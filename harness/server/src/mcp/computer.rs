@@ -15,7 +15,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use cordon_protocol::computer::{ComputerCall, Vendor};
+use cordon_computer::gate::{Decision, GateContext, Navigation};
+use cordon_protocol::computer::{Action, ComputerCall, Vendor};
 use rmcp::model::{CallToolResult, ContentBlock, Tool};
 use rmcp::service::{ElicitationMode, RequestContext};
 use rmcp::{Peer, RoleServer};
@@ -350,7 +351,11 @@ pub(super) struct ComputerTools<'a> {
 }
 
 impl ComputerTools<'_> {
-    pub(super) async fn open(&self, arguments: Map<String, Value>) -> CallToolResult {
+    pub(super) async fn open(
+        &self,
+        arguments: Map<String, Value>,
+        context: &RequestContext<RoleServer>,
+    ) -> CallToolResult {
         let mut body = Value::Object(arguments);
         if let Some(map) = body.as_object_mut() {
             // The model chooses where to go, the operator what needs approval.
@@ -371,6 +376,12 @@ impl ComputerTools<'_> {
             Ok(setup) => setup,
             Err(error) => return failure(describe(&error)),
         };
+        // The start page is a navigation the model chose: it passes the same gate as one
+        // (with the default rules a new origin asks the user). The origin policy, private
+        // networks included, is checked when the session opens.
+        if let Some(refused) = gate_start(&self.table.pool, &setup, context).await {
+            return refused;
+        }
         {
             // Counted under the table's lock, so concurrent calls cannot pass the cap.
             let table = self.table.table();
@@ -523,6 +534,65 @@ impl ComputerTools<'_> {
                 CallToolResult::success(vec![ContentBlock::text(format!("closed {id}"))])
             }
             None => failure(format!("no open browser with id {id:?}")),
+        }
+    }
+}
+
+/// The approval gate for a session's start page, as for a navigation to a new origin
+/// (an origin the operator named with `--allow-origin` is approved already). `Some`: the
+/// result refusing it.
+async fn gate_start(
+    pool: &ComputerPool,
+    setup: &Setup,
+    context: &RequestContext<RoleServer>,
+) -> Option<CallToolResult> {
+    if pool.operator_allows(&setup.url) {
+        return None;
+    }
+    let action = Action::Navigate {
+        url: setup.url.clone(),
+    };
+    let verdict = setup.rules.evaluate(&GateContext {
+        action: &action,
+        element: None,
+        navigation: Some(Navigation {
+            to: setup.url.clone(),
+            new_origin: true,
+        }),
+        chords: Vec::new(),
+    });
+    let rule = verdict.rule.clone().unwrap_or_default();
+    match verdict.decision {
+        Decision::Allow => None,
+        Decision::Deny => Some(failure(format!(
+            "[denied] opening {} is denied by rule `{rule}`: {}",
+            setup.url, verdict.reason
+        ))),
+        Decision::Ask => {
+            let approval = crate::api::ComputerApproval {
+                approval_id: String::new(),
+                rule: rule.clone(),
+                reason: verdict.reason.clone(),
+                element: None,
+                action_index: 0,
+                action: format!("open {}", setup.url),
+            };
+            let asked = tokio::select! {
+                asked = ask(&context.peer, &approval) => asked,
+                () = context.ct.cancelled() => return Some(failure("cancelled")),
+            };
+            match asked {
+                Some(true) => None,
+                Some(false) => Some(failure(format!(
+                    "[refused] the user declined opening {} (rule {rule}: {})",
+                    setup.url, verdict.reason
+                ))),
+                None => Some(failure(format!(
+                    "[refused] opening {} needs the user's approval (rule {rule}: {}), and this \
+                     MCP client does not support elicitation, so nobody could be asked",
+                    setup.url, verdict.reason
+                ))),
+            }
         }
     }
 }
