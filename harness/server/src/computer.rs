@@ -639,9 +639,17 @@ impl ComputerPool {
         }
     }
 
-    /// The process id of the running Chromium, if one runs.
-    pub fn chromium_pid(&self) -> Option<u32> {
-        match self.pid.load(Ordering::SeqCst) {
+    /// Why `policy`, widened by what the operator allows, refuses `url` (literal
+    /// private-network addresses included), if it does; names that resolve to one are
+    /// refused when the session connects.
+    pub fn refusal(&self, policy: &OriginPolicy, url: &str) -> Option<String> {
+        let policy = policy.clone().with_operator(
+            &self.options.allow_origins,
+            self.options.allow_private_network,
+        );
+        policy.check(url).err().map(|refusal| refusal.0)
+    }
+
     /// Whether the operator named `url`'s origin (`--allow-origin`): such a start page
     /// needs no approval when a model opens it.
     pub fn operator_allows(&self, url: &str) -> bool {

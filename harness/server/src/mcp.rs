@@ -623,9 +623,9 @@ impl ServerHandler for McpServer {
                 .execute_code(arguments, context)
                 .await
                 .map(CallToolResponse::from),
-            "computer_open" if computing => {
-                Ok(CallToolResponse::from(computers.open(arguments, &context).await))
-            }
+            "computer_open" if computing => Ok(CallToolResponse::from(
+                computers.open(arguments, &context).await,
+            )),
             "computer" if computing => Ok(CallToolResponse::from(
                 computers.act(arguments, &context).await,
             )),

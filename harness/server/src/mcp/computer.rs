@@ -376,9 +376,12 @@ impl ComputerTools<'_> {
             Ok(setup) => setup,
             Err(error) => return failure(describe(&error)),
         };
-        // The start page is a navigation the model chose: it passes the same gate as one
-        // (with the default rules a new origin asks the user). The origin policy, private
-        // networks included, is checked when the session opens.
+        // The start page is a navigation the model chose: it passes the origin policy
+        // (private networks included) and then the same gate as one (with the default
+        // rules a new origin asks the user). Nobody is asked about a page that is refused.
+        if let Some(why) = self.table.pool.refusal(&setup.policy, &setup.url) {
+            return failure(format!("blocked: {} ({why})", setup.url));
+        }
         if let Some(refused) = gate_start(&self.table.pool, &setup, context).await {
             return refused;
         }
