@@ -13,7 +13,7 @@ import time
 
 import httpx
 
-from pages import BUY, DISPLAY, GO, serve_page
+from pages import BUY, DISPLAY, GO, NAME_FIELD, PASSWORD_FIELD, serve_page
 
 TIMEOUT = httpx.Timeout(30.0)
 
@@ -554,6 +554,31 @@ def scenario_computers(base):
         assert path in doc["paths"], list(doc["paths"])
 
 
+def scenario_secrets(base, secret, name):
+    """Text typed into a password field is `[redacted]` in the trajectory the API returns;
+    a text field's text is kept. (The caller checks the files on disk.)"""
+    http = client(base)
+    with serve_page() as page:
+        login = page.replace("/page", "/login")
+        computer = open_computer(http, login, rules=[])
+        assert act(http, computer, [click(NAME_FIELD)])["status"] == "ok"
+        assert act(http, computer, [{"action": "type", "text": name}])["status"] == "ok"
+        assert act(http, computer, [click(PASSWORD_FIELD)])["status"] == "ok"
+        step = act(http, computer, [{"action": "type", "text": secret}], call_id="toolu_pw")
+        assert step["status"] == "ok", step
+        assert secret not in json.dumps(step), step
+        trajectory = http.get(f"/v1/computers/{computer}/trajectory")
+        assert trajectory.status_code == 200, trajectory.text
+        assert secret not in trajectory.text, trajectory.text
+        steps = trajectory.json()["steps"]
+        typed = [s for s in steps if s["call"]["actions"][0]["kind"] == "type"]
+        assert [s["call"]["actions"][0]["text"] for s in typed] == [name, "[redacted]"], typed
+        assert [s.get("redacted_actions", []) for s in typed] == [[], [0]], typed
+        assert all(secret not in json.dumps(op) for op in typed[1]["screen_ops"]), typed[1]
+        # Left open: the caller reads the store and the trajectory directory while the
+        # server still runs, then again after it stops.
+
+
 def scenario_no_browser(base):
     """A server without Chromium serves sandboxes and says how to get computer use."""
     http = client(base)
@@ -599,6 +624,7 @@ SCENARIOS = {
     "after_restart": scenario_after_restart,
     "computers": scenario_computers,
     "no_browser": scenario_no_browser,
+    "secrets": scenario_secrets,
     "retention": scenario_retention,
 }
 

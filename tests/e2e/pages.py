@@ -4,6 +4,7 @@ The page has two buttons at known CSS positions. With the viewport 1280x800 and 
 display 1024x640 the tests use (factor 0.8), their centres are, in model pixels:
   GO  (160, 120): sets the title and the URL fragment to `clicked`
   BUY (400, 120): "Buy now" — the default rules ask before clicking it; sets `bought`
+`/login` serves LOGIN instead (a text and a password field).
 """
 
 import contextlib
@@ -20,19 +21,33 @@ PAGE = b"""<!doctype html>
 </body></html>
 """
 
+# A login form: a text field and a password field, 300x40 CSS px each. Model-pixel
+# centres: NAME_FIELD (200, 96), PASSWORD_FIELD (200, 160).
+LOGIN = b"""<!doctype html>
+<html><head><title>login</title>
+<style>body { margin: 0 } input { position: absolute; left: 100px; width: 300px; height: 40px }</style>
+</head><body>
+<input id="name" style="top: 100px">
+<input id="pw" type="password" style="top: 180px">
+</body></html>
+"""
+
 DISPLAY = "1024x640"
+NAME_FIELD = [200, 96]
+PASSWORD_FIELD = [200, 160]
 GO = [160, 120]
 BUY = [400, 120]
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):  # noqa: N802 (the stdlib's name)
+        body = LOGIN if self.path == "/login" else PAGE
         self.send_response(200)
         self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(PAGE)))
+        self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")
         self.end_headers()
-        self.wfile.write(PAGE)
+        self.wfile.write(body)
 
     def log_message(self, *args):
         pass

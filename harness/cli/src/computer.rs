@@ -194,6 +194,25 @@ fn parse_display(args: &ComputerArgs) -> anyhow::Result<DisplaySpec> {
     Ok(DisplaySpec::DEFAULT_BUDGET)
 }
 
+/// A new 0700 directory in the temp directory for a trajectory. Created here, never reused:
+/// a name someone else made first in a shared /tmp is skipped, not written into.
+fn fresh_temp_dir() -> anyhow::Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    let base = std::env::temp_dir();
+    for n in 0..1000 {
+        let dir = base.join(format!("cordon-computer-{}-{n}", std::process::id()));
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(error) => return Err(error).with_context(|| format!("creating {}", dir.display())),
+        }
+    }
+    bail!(
+        "no free trajectory directory name in {}; pass --trajectory DIR",
+        base.display()
+    )
+}
+
 fn patterns(list: &[String]) -> anyhow::Result<Vec<OriginPattern>> {
     list.iter()
         .map(|o| OriginPattern::parse(o).map_err(anyhow::Error::msg))
@@ -326,7 +345,7 @@ pub async fn run(args: ComputerArgs) -> anyhow::Result<ExitCode> {
     };
     let dir = match &args.trajectory {
         Some(d) => d.clone(),
-        None => std::env::temp_dir().join(format!("cordon-computer-{}", std::process::id())),
+        None => fresh_temp_dir()?,
     };
     let script = std::fs::File::open(&args.actions)
         .with_context(|| format!("opening {}", args.actions.display()))?;

@@ -461,9 +461,14 @@ pub struct TrajectoryStep {
     pub error: Option<String>,
     /// The URL after the step.
     pub current_url: Option<String>,
-    /// The call as decoded (canonical actions, coordinate space, safety checks).
+    /// The call as decoded (canonical actions, coordinate space, safety checks); text typed
+    /// into a password field shows as `[redacted]`.
     #[schema(value_type = Object)]
     pub call: Value,
+    /// Indices of the call's `type` actions whose text was redacted (the gate saw them go
+    /// into a password field).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redacted_actions: Vec<usize>,
     /// What ran, in screen (CSS pixel) coordinates.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schema(value_type = Vec<Object>)]

@@ -21,7 +21,7 @@ use cordon_computer::display::{DisplaySpec, Preset, Size};
 use cordon_computer::gate::Rules;
 use cordon_computer::image::ImageFormat;
 use cordon_computer::origin::{OriginPattern, OriginPolicy};
-use cordon_computer::trajectory::TrajectoryWriter;
+use cordon_computer::trajectory::{self, TrajectoryWriter};
 use cordon_computer::{
     ActionError, Backend as _, Computer, EngineOptions, Error, Status, StepReport,
 };
@@ -511,7 +511,10 @@ impl LiveComputer {
             call_id: report.call_id.clone(),
             error: report.error.clone(),
             current_url: report.current_url.clone(),
-            call: serde_json::to_value(&call).unwrap_or(Value::Null),
+            // Text typed into password fields never reaches the store (or the API).
+            call: serde_json::to_value(trajectory::redact_call(&call, &report.redacted_actions))
+                .unwrap_or(Value::Null),
+            redacted_actions: report.redacted_actions.clone(),
             screen_ops: report
                 .screen_ops
                 .iter()

@@ -21,7 +21,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use cordon_computer::browser::BrowserOptions;
 use cordon_core::SubmitError;
-use cordon_protocol::execution::ExecutionEvent;
+use cordon_protocol::execution::{ExecutionEvent, parse_event_seq};
 use cordon_protocol::tool::Locus;
 use cordon_sandbox::Sandbox;
 use futures::Stream;
@@ -713,12 +713,11 @@ impl<S: Send + Sync> FromRequestParts<S> for After {
             .map_err(|rejection| ApiError::bad_request("invalid_query", rejection.body_text()))?;
         match query.get("after") {
             None => Ok(After(0)),
-            Some(text) => text.parse().map(After).map_err(|_| {
-                ApiError::bad_request(
-                    "invalid_query",
-                    format!("`after` must be a non-negative integer, not {text:?}"),
-                )
-            }),
+            Some(text) => parse_event_seq(text.as_bytes())
+                .map(After)
+                .map_err(|error| {
+                    ApiError::bad_request("invalid_query", format!("`after`: {error}"))
+                }),
         }
     }
 }
@@ -744,12 +743,8 @@ async fn execution_events(
     After(mut after): After,
 ) -> Result<Response, ApiError> {
     if let Some(value) = headers.get("last-event-id") {
-        let text = value.to_str().unwrap_or("").trim();
-        after = text.parse().map_err(|_| {
-            ApiError::bad_request(
-                "invalid_last_event_id",
-                format!("Last-Event-ID must be an event seq (an integer), not {text:?}"),
-            )
+        after = parse_event_seq(value.as_bytes()).map_err(|error| {
+            ApiError::bad_request("invalid_last_event_id", format!("Last-Event-ID: {error}"))
         })?;
     }
     if app.hub.store.execution(&id)?.is_none() {

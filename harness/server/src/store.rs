@@ -13,11 +13,17 @@
 //! the process being killed (`kill -9`); only an operating-system crash may lose the last
 //! few commits, never corrupt the file.
 //!
+//! The file is private: created 0600 (its `-wal` and `-shm` files too, which SQLite gives
+//! the database file's mode) in a directory created 0700 if Cordon creates it. Files that
+//! already exist lose their group and other bits when the store opens (never gain any);
+//! an existing directory keeps its mode.
+//!
 //! Why here and not in `cordon-core`: the store's rows are the HTTP API's resources, and
 //! `rusqlite` compiles SQLite from C; in core it would be built into every crate that only
 //! wants the tool layer (the sandbox, computer use, the guest tests).
 
-use std::path::Path;
+use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt as _};
+use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -136,10 +142,10 @@ pub enum StoreError {
     /// A stored JSON column does not decode (written by an incompatible version?).
     #[error("stored data does not decode: {0}")]
     Decode(#[from] serde_json::Error),
-    /// The database's directory could not be created.
-    #[error("cannot create {path}: {source}")]
+    /// The database's directory or file could not be created or made private.
+    #[error("cannot create or restrict {path}: {source}")]
     Io {
-        /// The directory.
+        /// The directory or file.
         path: String,
         /// The I/O error.
         #[source]
@@ -357,17 +363,73 @@ pub fn event_type(event: &ExecutionEvent) -> &'static str {
     }
 }
 
+/// The `-wal` and `-shm` files SQLite keeps next to the database in WAL mode.
+fn companions(path: &Path) -> [PathBuf; 2] {
+    ["-wal", "-shm"].map(|suffix| {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        PathBuf::from(name)
+    })
+}
+
+/// Makes `path` owner-only: creates it 0600 when `create` and it is missing, and clears
+/// the group and other bits of an existing file (never sets any).
+fn make_private(path: &Path, create: bool) -> Result<()> {
+    let io = |source| StoreError::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .write(create)
+        .create(create)
+        .truncate(false)
+        .mode(0o600)
+        .open(path);
+    let file = match opened {
+        Ok(file) => file,
+        Err(error) if !create && error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(error) => return Err(io(error)),
+    };
+    let mode = file.metadata().map_err(io)?.permissions().mode();
+    if mode & 0o077 != 0 {
+        file.set_permissions(std::fs::Permissions::from_mode(mode & 0o7700))
+            .map_err(io)?;
+    }
+    Ok(())
+}
+
 impl Store {
     /// Opens (creating if needed) the database at `path`, and recovers from an unclean
     /// stop: see [`Store::recover`].
     pub fn open(path: &Path) -> Result<Store> {
-        if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|source| StoreError::Io {
-                path: dir.display().to_string(),
-                source,
-            })?;
+        // SQLite's names for no file (`:memory:`) or a URI it parses itself (`file:…`).
+        let text = path.to_string_lossy();
+        if text == ":memory:" || text.starts_with("file:") {
+            return Store::setup(Connection::open(path)?);
         }
-        Store::setup(Connection::open(path)?)
+        if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(|source| StoreError::Io {
+                    path: dir.display().to_string(),
+                    source,
+                })?;
+        }
+        // Create the file before SQLite does (it would use 0644 less the umask); SQLite then
+        // creates `-wal` and `-shm` with the database file's mode.
+        make_private(path, true)?;
+        for companion in companions(path) {
+            make_private(&companion, false)?;
+        }
+        let store = Store::setup(Connection::open(path)?)?;
+        // WAL mode created them just now, or they predate this run.
+        for companion in companions(path) {
+            make_private(&companion, false)?;
+        }
+        Ok(store)
     }
 
     /// A store that lives in memory only (tests, `--db :memory:`).
@@ -1245,6 +1307,58 @@ mod tests {
             asks: asks.map(str::to_owned),
             resolves: resolves.map(|(a, b)| (a.to_owned(), b.to_owned())),
         }
+    }
+
+    fn mode(path: &Path) -> u32 {
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
+    }
+
+    #[test]
+    fn the_database_and_its_wal_files_are_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state").join("cordon.db");
+        let store = Store::open(&path).unwrap();
+        store.insert_computer(&computer("cmp_a")).unwrap();
+        assert_eq!(
+            mode(path.parent().unwrap()),
+            0o700,
+            "the directory Cordon created"
+        );
+        assert_eq!(mode(&path), 0o600);
+        for companion in companions(&path) {
+            assert!(companion.exists(), "{} (WAL mode)", companion.display());
+            assert_eq!(mode(&companion), 0o600, "{}", companion.display());
+        }
+    }
+
+    #[test]
+    fn existing_wider_files_are_tightened_and_an_existing_directory_keeps_its_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = dir.path().join("cordon.db");
+        drop(Store::open(&path).unwrap());
+        let paths = [
+            path.clone(),
+            companions(&path)[0].clone(),
+            companions(&path)[1].clone(),
+        ];
+        for file in &paths {
+            if !file.exists() {
+                std::fs::write(file, b"").unwrap();
+            }
+            std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        }
+        let store = Store::open(&path).unwrap();
+        store.insert_computer(&computer("cmp_b")).unwrap();
+        for file in &paths {
+            assert_eq!(mode(file), 0o600, "{}", file.display());
+        }
+        assert_eq!(mode(dir.path()), 0o755, "not Cordon's directory");
+        // Owner bits are never added.
+        drop(store);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o400)).unwrap();
+        let _ = Store::open(&path);
+        assert_eq!(mode(&path), 0o400);
     }
 
     #[test]

@@ -233,6 +233,55 @@ fn http_api_computers_click_ask_approve_deny_trajectory_and_delete() {
     server.terminate_and_check_chromium();
 }
 
+/// Every file under `dir`, recursively.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(files_under(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
+}
+
+/// Whether any file under `dir` holds `text`, and each file's and directory's mode is
+/// owner-only.
+fn scan(dir: &Path, text: &str) -> bool {
+    let mut found = false;
+    for file in files_under(dir) {
+        let bytes = std::fs::read(&file).unwrap();
+        found |= bytes.windows(text.len()).any(|w| w == text.as_bytes());
+        assert_eq!(mode(&file), 0o600, "{}", file.display());
+        assert_eq!(mode(file.parent().unwrap()), 0o700, "{}", file.display());
+    }
+    found
+}
+
+#[test]
+fn http_api_password_text_reaches_neither_the_store_nor_the_trajectory() {
+    const SECRET: &str = "hunter2-Secret-9931";
+    const NAME: &str = "Visible Name 7207";
+    let dir = tempfile::tempdir().unwrap();
+    // Cordon creates `state/` (0700) for the database and `state/trajectories/`.
+    let state = dir.path().join("state");
+    let server = Server::serve(&state.join("cordon.db"), &[]);
+    python("http_api.py", &["secrets", &server.url, SECRET, NAME]);
+    // While it runs (WAL and shared-memory files present) and after it stopped.
+    assert!(!scan(&state, SECRET), "the password is on disk");
+    assert!(scan(&state, NAME), "the text field's text is kept");
+    server.terminate_and_check_chromium();
+    assert!(!scan(&state, SECRET), "the password is on disk");
+    assert!(scan(&state, NAME), "the text field's text is kept");
+}
+
 #[test]
 fn http_api_without_chromium_serves_sandboxes_and_explains_computers() {
     let dir = tempfile::tempdir().unwrap();
