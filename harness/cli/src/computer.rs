@@ -229,6 +229,7 @@ async fn launch(
         opts = opts.executable(p);
     }
     opts.uncapped_frames = uncapped_frames;
+    opts.no_sandbox = no_sandbox;
     Ok(Browser::launch(opts).await?)
 }
 
@@ -248,7 +249,6 @@ fn line(report: &StepReport, dir: &Path) -> Value {
         "step": report.step,
         "status": report.status,
         "error": report.error,
-    opts.no_sandbox = no_sandbox;
         "current_url": report.current_url,
         "timings_ms": report.timings_ms,
     });

@@ -661,6 +661,9 @@ impl ComputerPool {
         !self.options.allow_origins.is_empty() && named.check(url).is_ok()
     }
 
+    /// The process id of the running Chromium, if one runs.
+    pub fn chromium_pid(&self) -> Option<u32> {
+        match self.pid.load(Ordering::SeqCst) {
             0 => None,
             pid => Some(pid),
         }
@@ -944,9 +947,6 @@ mod tests {
         child.wait().unwrap();
     }
 
-    fn body(extra: Value) -> CreateComputer {
-        let mut value = json!({"url": "http://127.0.0.1:9/"});
-        if let (Value::Object(into), Value::Object(from)) = (&mut value, extra) {
     #[test]
     fn only_our_own_profile_directories_in_temp_are_removed() {
         use std::os::unix::fs::PermissionsExt as _;
@@ -999,6 +999,9 @@ mod tests {
         std::fs::remove_dir_all(&kept).unwrap();
     }
 
+    fn body(extra: Value) -> CreateComputer {
+        let mut value = json!({"url": "http://127.0.0.1:9/"});
+        if let (Value::Object(into), Value::Object(from)) = (&mut value, extra) {
             into.extend(from);
         }
         serde_json::from_value(value).unwrap()
