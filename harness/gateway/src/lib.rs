@@ -191,6 +191,12 @@ impl Gateway {
         self.inner.upstream.describe()
     }
 
+    /// The reply to a request body that could not be read at all (not JSON, not an
+    /// object): a 400 `invalid_request_error` in a conversation of its own.
+    pub fn reject(&self, message: &str) -> MessagesReply {
+        run::reject(&self.inner, message)
+    }
+
     /// Answers one `POST /v1/messages` request.
     pub async fn messages(&self, call: MessagesCall) -> MessagesReply {
         run::messages(&self.inner, call).await

@@ -143,6 +143,30 @@ pub(crate) async fn messages(gw: &Inner, call: MessagesCall) -> MessagesReply {
     reply
 }
 
+/// A request refused before it could be read (a body that is not JSON): a conversation
+/// of its own records the error, so the reply carries an id like every other.
+pub(crate) fn reject(gw: &Inner, message: &str) -> MessagesReply {
+    let conversation = fresh_id("conv");
+    gw.recorder.begin(&conversation, &gw.upstream.describe());
+    let error = encode_error(Vendor::Anthropic, 400, "invalid_request_error", message);
+    gw.recorder.record(
+        &conversation,
+        Entry::new(
+            "error",
+            json!({"status": 400, "type": "invalid_request_error", "message": message}),
+        ),
+    );
+    MessagesReply {
+        status: error.status,
+        body: error.body,
+        turn: None,
+        conversation_id: conversation,
+        stop: None,
+        computer: None,
+        stream: false,
+    }
+}
+
 /// The conversation a request belongs to: the one it names, the one whose tool call its
 /// last assistant message holds, or a new one.
 fn conversation_id(gw: &Inner, call: &MessagesCall) -> String {

@@ -270,19 +270,10 @@ async fn messages(State(app): State<AppState>, headers: HeaderMap, body: Bytes) 
     };
     let body: Value = match serde_json::from_slice(&body) {
         Ok(value @ Value::Object(_)) => value,
-        Ok(_) => {
-            return anthropic_error(
-                StatusCode::BAD_REQUEST,
-                "invalid_request_error",
-                "the body must be a JSON object",
-            );
-        }
+        Ok(_) => return respond(mount.gateway.reject("the body must be a JSON object")),
         Err(error) => {
-            return anthropic_error(
-                StatusCode::BAD_REQUEST,
-                "invalid_request_error",
-                &format!("the body is not valid JSON: {error}"),
-            );
+            let message = format!("the body is not valid JSON: {error}");
+            return respond(mount.gateway.reject(&message));
         }
     };
     let credential = header_text(&headers, "x-api-key")
