@@ -7,6 +7,7 @@
 )]
 
 mod common;
+mod computer;
 mod errors;
 mod loop_;
 mod operator;

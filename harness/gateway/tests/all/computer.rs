@@ -1,0 +1,142 @@
+//! Computer use as a server tool, against a stand-in computer (the engine itself is
+//! tested in cordon-computer and end to end with Chromium).
+
+use std::sync::{Arc, Mutex};
+
+use cordon_gateway::{Api, ComputerOutcome, Computers, GatewayOptions, MessagesCall};
+use futures::future::BoxFuture;
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+use crate::common::{StandIn, gateway};
+
+/// Screenshots are a fixed tiny PNG; clicks ask for approval until approved.
+#[derive(Debug, Default)]
+struct FakeComputers {
+    actions: Mutex<Vec<(Value, bool)>>,
+}
+
+impl Computers for FakeComputers {
+    fn open<'a>(
+        &'a self,
+        url: &'a str,
+        display: Option<(u64, u64)>,
+    ) -> BoxFuture<'a, Result<String, String>> {
+        assert_eq!(display, Some((1024, 640)));
+        Box::pin(async move { Ok(format!("cmp_for_{}", url.len())) })
+    }
+
+    fn exists<'a>(&'a self, id: &'a str) -> BoxFuture<'a, bool> {
+        Box::pin(async move { id == "cmp_open" })
+    }
+
+    fn act<'a>(
+        &'a self,
+        _id: &'a str,
+        input: &'a Value,
+        approved: bool,
+    ) -> BoxFuture<'a, Result<ComputerOutcome, String>> {
+        self.actions.lock().unwrap().push((input.clone(), approved));
+        Box::pin(async move {
+            if input["action"] == "left_click" && !approved {
+                return Ok(ComputerOutcome::NeedsApproval {
+                    reason: "submit-like button".into(),
+                });
+            }
+            Ok(ComputerOutcome::Done {
+                screenshot: Some(("image/png".into(), "iVBORw0KGgo=".into())),
+                text: None,
+                is_error: false,
+            })
+        })
+    }
+}
+
+fn tools() -> Value {
+    json!([{"type": "computer_20251124", "name": "computer", "display_width_px": 1024, "display_height_px": 640}])
+}
+
+#[tokio::test]
+async fn a_bound_computer_runs_actions_inline_and_a_gate_waits_for_cordon_approval() {
+    let standin = StandIn::start().await;
+    let fake = Arc::new(FakeComputers::default());
+    let (gw, _) = gateway(&standin, Api::Anthropic, GatewayOptions::default());
+    let gw = gw.with_computers(fake.clone());
+    standin.turn(json!([{"type": "tool_use", "id": "toolu_s", "name": "computer", "input": {"action": "screenshot"}}]));
+    standin.turn(json!([{"type": "tool_use", "id": "toolu_c", "name": "computer", "input": {"action": "left_click", "coordinate": [10, 20]}}]));
+    let question = json!({"role": "user", "content": "Buy it"});
+    let body = json!({"model": "m", "max_tokens": 100, "tools": tools(), "messages": [question]});
+    let reply = gw
+        .messages(MessagesCall::new(body).computer(Some("http://127.0.0.1:9/shop".into())))
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert_eq!(reply.computer.as_deref(), Some("cmp_for_23"));
+    // The screenshot ran inline; the gated click comes back to the client.
+    assert_eq!(reply.body["stop_reason"], "tool_use");
+    assert_eq!(
+        reply.body["content"],
+        json!([{"type": "tool_use", "id": "toolu_c", "name": "computer", "input": {"action": "left_click", "coordinate": [10, 20]}}])
+    );
+    let second = &standin.bodies()[1];
+    let result = &second["messages"][2]["content"][0];
+    assert_eq!(result["tool_use_id"], "toolu_s");
+    assert_eq!(result["content"][0]["type"], "image");
+    // The Anthropic upstream gets the built-in tool as declared.
+    assert_eq!(standin.bodies()[0]["tools"], tools());
+
+    standin.turn(json!([{"type": "text", "text": "Bought."}]));
+    let approval = json!({"role": "user", "content": [{"type": "cordon_approval", "tool_use_id": "toolu_c", "granted": true}]});
+    let body = json!({"model": "m", "max_tokens": 100, "tools": tools(),
+                      "messages": [question, {"role": "assistant", "content": reply.body["content"]}, approval]});
+    let reply = gw
+        .messages(MessagesCall::new(body).computer(Some("cmp_open".into())))
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert_eq!(reply.body["content"][0]["text"], "Bought.");
+    let actions = fake.actions.lock().unwrap().clone();
+    assert_eq!(actions.len(), 3);
+    assert_eq!(
+        actions[2],
+        (
+            json!({"action": "left_click", "coordinate": [10, 20]}),
+            true
+        )
+    );
+    let last = standin.bodies().last().unwrap().clone();
+    assert_eq!(
+        last["messages"][2]["content"][0]["content"][0]["type"],
+        "image"
+    );
+
+    // An unknown computer id is a 400 before the model is asked.
+    let before = standin.bodies().len();
+    let body = json!({"model": "m", "max_tokens": 100, "tools": tools(), "messages": [question]});
+    let reply = gw
+        .messages(MessagesCall::new(body).computer(Some("cmp_gone".into())))
+        .await;
+    assert_eq!(reply.status, 400);
+    assert_eq!(standin.bodies().len(), before);
+}
+
+#[tokio::test]
+async fn an_openai_upstream_gets_the_computer_as_a_function_tool() {
+    let standin = StandIn::start().await;
+    let (gw, _) = gateway(&standin, Api::OpenaiChat, GatewayOptions::default());
+    let gw = gw.with_computers(Arc::new(FakeComputers::default()));
+    standin.turn(json!([{"type": "text", "text": "ok"}]));
+    let body = json!({"model": "m", "max_tokens": 100, "tools": tools(), "messages": [{"role": "user", "content": "hi"}]});
+    let reply = gw
+        .messages(MessagesCall::new(body).computer(Some("cmp_open".into())))
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let tool = &standin.bodies()[0]["tools"][0];
+    assert_eq!(tool["type"], "function");
+    assert_eq!(tool["function"]["name"], "computer");
+    assert!(
+        tool["function"]["parameters"]["properties"]["action"]["enum"]
+            .as_array()
+            .unwrap()
+            .len()
+            > 5
+    );
+}
