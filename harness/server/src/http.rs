@@ -207,6 +207,9 @@ impl HttpApi {
                 options.token.is_some(),
             ))
         });
+        if let (Some(mount), Some(retain)) = (&gateway, options.retain) {
+            gateway::spawn_retention(mount, retain);
+        }
         if let Some(retain) = options.retain {
             spawn_retention(&computers, retain);
         }

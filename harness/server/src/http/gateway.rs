@@ -91,6 +91,19 @@ impl Mount {
     }
 }
 
+/// Deletes conversations not updated for `retain` now and then (at start, then every
+/// `retain / 4`, at least every second and at most every hour), like the other histories.
+pub(crate) fn spawn_retention(mount: &Arc<Mount>, retain: Duration) {
+    let every = (retain / 4).clamp(Duration::from_secs(1), Duration::from_secs(3600));
+    let retain_ms = u64::try_from(retain.as_millis()).unwrap_or(u64::MAX);
+    crate::hub::spawn_periodic(mount, every, move |mount| async move {
+        let cutoff = crate::store::now_ms().saturating_sub(retain_ms);
+        if let Err(error) = mount.store.purge_conversations(cutoff) {
+            eprintln!("cordon serve: deleting old conversations failed: {error}");
+        }
+    });
+}
+
 /// The server's computer sessions (`/v1/computers`) as the gateway's computers.
 struct HubComputers {
     hub: Arc<ComputerHub>,
