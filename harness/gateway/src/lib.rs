@@ -119,6 +119,8 @@ struct Inner {
     recorder: Arc<dyn Recorder>,
     computers: Option<Arc<dyn Computers>>,
     options: GatewayOptions,
+    /// Calls that ran inline in a turn handed to the client, by that turn's client calls.
+    stash: run::Stash,
 }
 
 impl Gateway {
@@ -143,6 +145,7 @@ impl Gateway {
                 recorder,
                 computers,
                 options,
+                stash: run::Stash::default(),
             }),
         }
     }

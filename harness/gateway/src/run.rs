@@ -242,6 +242,7 @@ async fn handle(
 
     let program_ids = program_call_ids(&request.messages);
     let mut view = model_view(&request.messages, &program_ids);
+    gw.stash.restore(&mut view);
 
     // What the client answered: a suspended program's calls, approvals.
     if let Some(reply) = run.resume_program(&request, &mut view).await? {
@@ -1075,7 +1076,20 @@ impl Run<'_> {
             return Ok(Step::Continue(turn.content.clone(), results));
         }
         // Something needs the client: the model's turn, with code calls shown as server
-        // tools and calls that ran inline left out.
+        // tools and calls that ran inline left out (kept aside, so the model's view of this
+        // turn gets them back when the client answers).
+        if !inline.is_empty()
+            && let Some(key) = calls.iter().find(|c| to_client.contains(&c.id))
+        {
+            let ran: Vec<ToolCall> = calls
+                .iter()
+                .filter(|c| inline.contains(&c.id))
+                .cloned()
+                .collect();
+            let ran_results: Vec<ToolResult> =
+                ran.iter().filter_map(|c| results.remove(&c.id)).collect();
+            self.gw.stash.keep(&key.id, ran, ran_results);
+        }
         let mut content = Vec::new();
         for block in &turn.content {
             match block {
@@ -1229,6 +1243,69 @@ impl Run<'_> {
                     extra: Extra::new(),
                 };
                 (Some(model), shown, false)
+            }
+        }
+    }
+}
+
+/// Server calls that ran inline in a turn whose other calls went to the client, keyed by
+/// the id of that turn's first client call. Bounded: past [`STASH_MAX`] entries the oldest
+/// half is forgotten (those turns then reach the model without their inline calls).
+#[derive(Debug, Default)]
+pub(crate) struct Stash {
+    entries: std::sync::Mutex<(u64, HashMap<String, (u64, Vec<ToolCall>, Vec<ToolResult>)>)>,
+}
+
+const STASH_MAX: usize = 10_000;
+
+impl Stash {
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, (u64, HashMap<String, (u64, Vec<ToolCall>, Vec<ToolResult>)>)>
+    {
+        self.entries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn keep(&self, key: &str, calls: Vec<ToolCall>, results: Vec<ToolResult>) {
+        let mut guard = self.lock();
+        let (counter, map) = &mut *guard;
+        *counter += 1;
+        if map.len() >= STASH_MAX {
+            let cutoff = *counter - (STASH_MAX as u64) / 2;
+            map.retain(|_, (n, _, _)| *n >= cutoff);
+        }
+        map.insert(key.to_owned(), (*counter, calls, results));
+    }
+
+    /// Puts kept calls back into the assistant message holding their key, and their
+    /// results at the start of the user message after it.
+    fn restore(&self, view: &mut [Message]) {
+        let guard = self.lock();
+        if guard.1.is_empty() {
+            return;
+        }
+        for i in 0..view.len() {
+            if view[i].role != Role::Assistant {
+                continue;
+            }
+            let found = view[i].content.iter().find_map(|b| match b {
+                ContentBlock::ToolCall(c) => guard.1.get(&c.id),
+                _ => None,
+            });
+            let Some((_, calls, results)) = found else {
+                continue;
+            };
+            if view.get(i + 1).is_none_or(|m| m.role != Role::User) {
+                continue;
+            }
+            view[i]
+                .content
+                .extend(calls.iter().cloned().map(ContentBlock::ToolCall));
+            let next = &mut view[i + 1].content;
+            for (at, result) in results.iter().enumerate() {
+                next.insert(at, ContentBlock::ToolResult(result.clone()));
             }
         }
     }

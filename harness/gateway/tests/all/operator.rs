@@ -160,3 +160,46 @@ async fn an_ask_tool_waits_for_cordon_approval_granted_or_denied() {
         assert_eq!(result.get("is_error").is_some(), !granted);
     }
 }
+
+#[tokio::test]
+async fn calls_that_ran_inline_beside_client_calls_come_back_into_the_models_view() {
+    let standin = StandIn::start().await;
+    let (gw, _) = operator(&standin, GatewayOptions::default());
+    let tools = json!([{"name": "get_weather", "input_schema": {"type": "object"}}]);
+    standin.turn(json!([
+        tool_use("toolu_srv", "lookup", json!({"q": "x"})),
+        tool_use("toolu_cli", "get_weather", json!({}))
+    ]));
+    let question = json!({"role": "user", "content": "?"});
+    let reply = send(&gw, request(json!([question]), tools.clone())).await;
+    assert_eq!(
+        reply.body["content"],
+        json!([tool_use("toolu_cli", "get_weather", json!({}))])
+    );
+    standin.turn(json!([{"type": "text", "text": "done"}]));
+    let answer = json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_cli", "content": "rain"}]});
+    let reply = send(
+        &gw,
+        request(
+            json!([question, {"role": "assistant", "content": reply.body["content"]}, answer]),
+            tools,
+        ),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let sent = standin.bodies()[1].clone();
+    let assistant: Vec<&str> = sent["messages"][1]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(assistant, ["toolu_cli", "toolu_srv"]);
+    let results: Vec<&str> = sent["messages"][2]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["tool_use_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(results, ["toolu_srv", "toolu_cli"]);
+}
