@@ -1253,16 +1253,16 @@ impl Run<'_> {
 /// half is forgotten (those turns then reach the model without their inline calls).
 #[derive(Debug, Default)]
 pub(crate) struct Stash {
-    entries: std::sync::Mutex<(u64, HashMap<String, (u64, Vec<ToolCall>, Vec<ToolResult>)>)>,
+    entries: std::sync::Mutex<Kept>,
 }
+
+/// A counter (age) and the kept turns: key → (age, calls, results).
+type Kept = (u64, HashMap<String, (u64, Vec<ToolCall>, Vec<ToolResult>)>);
 
 const STASH_MAX: usize = 10_000;
 
 impl Stash {
-    fn lock(
-        &self,
-    ) -> std::sync::MutexGuard<'_, (u64, HashMap<String, (u64, Vec<ToolCall>, Vec<ToolResult>)>)>
-    {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Kept> {
         self.entries
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
