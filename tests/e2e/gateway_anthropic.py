@@ -422,11 +422,9 @@ def scenario_upstream_timeout(api):
     """An upstream slower than --upstream-timeout: 504 in Anthropic's error shape."""
     with gateway(api, extra=["--upstream-timeout", "1s"]) as (cordon, model):
         client = cordon.client()
-        model.push(Hang(8))
-        started = time.monotonic()
+        model.push(Hang(8))  # answers nothing, then closes: a 502 if the gateway waited
         e = expect_error(504, "api_error", lambda: client.messages.create(
             model=MODEL, max_tokens=100, messages=[{"role": "user", "content": "hi"}]))
-        assert time.monotonic() - started < 7, "the gateway gave up before the upstream did"
         check_conversation_header(e.response.headers)
         assert len(model.requests) == 1, model.requests
 

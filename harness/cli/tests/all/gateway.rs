@@ -114,6 +114,7 @@ fn gateway_upstream_timeout_is_504() {
 #[test]
 fn gateway_error_responses_carry_the_conversation_id() {
     scenario("error_headers", "anthropic");
+    scenario("error_headers_bad_body", "anthropic");
 }
 
 #[test]
