@@ -822,12 +822,26 @@ COMPUTER_TOOL = {"type": "computer_20251124", "name": "computer",
 
 
 def _image_blocks(request):
-    found = []
-    for message in request.body.get("messages", []):
-        if isinstance(message.get("content"), list):
-            for block in message["content"]:
+    """Images the upstream got with tool results, in its own shape: Anthropic `image`
+    blocks in a tool_result, Chat `image_url` parts in the user message after the tool
+    messages (Chat tool messages are text only), Responses `input_image` parts."""
+    body, found = request.body, []
+    if request.api == "anthropic":
+        for message in body.get("messages", []):
+            for block in message["content"] if isinstance(message.get("content"), list) else []:
                 if block.get("type") == "tool_result" and isinstance(block.get("content"), list):
                     found += [b for b in block["content"] if b.get("type") == "image"]
+    elif request.api == "openai-chat":
+        messages = body.get("messages", [])
+        for before, message in zip(messages, messages[1:]):
+            if before.get("role") == "tool" and message.get("role") == "user" and \
+                    isinstance(message.get("content"), list):
+                found += [p for p in message["content"] if p.get("type") == "image_url"]
+    else:
+        for item in body.get("input", []):
+            if isinstance(item, dict) and item.get("type") == "function_call_output" and \
+                    isinstance(item.get("output"), list):
+                found += [p for p in item["output"] if p.get("type") == "input_image"]
     return found
 
 

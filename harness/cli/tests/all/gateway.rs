@@ -174,7 +174,9 @@ fn gateway_ptc_repl_state_persists_in_a_container() {
 
 #[test]
 fn gateway_computer_tool_runs_on_a_bound_computer_with_a_gate() {
-    scenario("computer", "anthropic");
+    for api in ["anthropic", "openai-chat", "openai-responses"] {
+        scenario("computer", api);
+    }
 }
 
 #[test]
