@@ -30,7 +30,11 @@ async fn start_http(
     trajectories: &std::path::Path,
 ) -> (String, cordon_server::http::ShutdownHandle) {
     let store = Store::in_memory().expect("in-memory store");
-    let options = HttpOptions::default().trajectories(Some(trajectories.to_owned()));
+    let mut options = HttpOptions::default().trajectories(Some(trajectories.to_owned()));
+    // The bench's page is on loopback (a private network), and the bench may run as root
+    // (CI), where Chromium's sandbox cannot run: both are lifted explicitly.
+    options.browser.allow_private_network = true;
+    options.browser.no_sandbox = true;
     let api = HttpApi::new(sandbox, store, options).expect("api");
     let handle = api.shutdown_handle();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
