@@ -9,8 +9,8 @@ display 1024x640 the tests use (factor 0.8), their centres are, in model pixels:
 
 import contextlib
 import http.server
-import threading
 import os
+import threading
 
 PAGE = b"""<!doctype html>
 <html><head><title>start</title>
