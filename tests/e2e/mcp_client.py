@@ -327,6 +327,11 @@ async def open_gate(binary, tools_file):
             for url in [f"http://localhost:{int(port) + 1}/", "http://169.254.169.254/latest/meta-data/"]:
                 result = await tool(client, "computer_open", {"url": url, "display": DISPLAY})
                 assert result.is_error and "private-network" in text_of(result), (url, text_of(result))
+                # Naming it in the model's own allow_origins does not open it either.
+                origin = url.split("/latest")[0].rstrip("/")
+                result = await tool(client, "computer_open",
+                                    {"url": url, "display": DISPLAY, "allow_origins": [origin]})
+                assert result.is_error and "private-network" in text_of(result), (url, text_of(result))
 
 
 def recorded_trajectories(root):

@@ -174,6 +174,12 @@ pub struct OriginPolicy {
     /// Lifts the private-network rule entirely (`--allow-private-network`).
     #[serde(default, skip_serializing_if = "is_false")]
     pub allow_private_network: bool,
+    /// `allow` was written by the model (MCP `computer_open`): it narrows where the session
+    /// may go but does not lift the private-network rule, which only the operator can
+    /// (`private_allow`, `allow_private_network`). Otherwise a model could reach cloud
+    /// metadata by naming `http://169.254.169.254` in its own allow-list.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub allow_is_model_chosen: bool,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -274,7 +280,7 @@ impl OriginPolicy {
     /// Whether `url` may be reached at a private-network address.
     fn private_exempt(&self, url: &Url) -> bool {
         self.allow_private_network
-            || self.allow.iter().any(|p| p.matches(url))
+            || (!self.allow_is_model_chosen && self.allow.iter().any(|p| p.matches(url)))
             || self.private_allow.iter().any(|p| p.matches(url))
     }
 
@@ -458,6 +464,19 @@ mod tests {
         assert_eq!(p("http://[::1]:9000").port, Some(9000));
         assert_eq!(p("*.Example.COM.").host, "*.example.com");
         assert!(OriginPattern::parse("http://[::1").is_err());
+    }
+
+    #[test]
+    fn a_model_written_allow_list_does_not_lift_the_private_network_rule() {
+        let metadata = OriginPattern::parse("http://169.254.169.254").unwrap();
+        let mut policy = OriginPolicy::new(vec![metadata.clone()], vec![]);
+        assert!(policy.check("http://169.254.169.254/latest/").is_ok());
+        policy.allow_is_model_chosen = true;
+        let refusal = policy.check("http://169.254.169.254/latest/").unwrap_err();
+        assert!(refusal.0.contains("private-network"), "{}", refusal.0);
+        // The operator can still allow it.
+        let operator = policy.with_operator(&[metadata], false);
+        assert!(operator.check("http://169.254.169.254/latest/").is_ok());
     }
 
     #[test]

@@ -277,7 +277,17 @@ pub(crate) async fn guard_requests(
 ) -> Response {
     match guard.check(request.uri(), request.headers()) {
         Ok(()) => next.run(request).await,
-        Err(refusal) => guard.refusal_response(&refusal).into_response(),
+        Err(refusal) => {
+            // The refused request's body is never read, so hyper will not reuse the connection;
+            // saying so stops a client from sending its next request down a socket that is
+            // about to close ("server disconnected without sending a response").
+            let mut response = guard.refusal_response(&refusal).into_response();
+            response.headers_mut().insert(
+                header::CONNECTION,
+                axum::http::HeaderValue::from_static("close"),
+            );
+            response
+        }
     }
 }
 

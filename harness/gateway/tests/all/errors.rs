@@ -101,3 +101,32 @@ async fn unreachable_is_502_and_timeout_is_504() {
     let reply = send(&gw, body).await;
     assert_eq!(reply.status, 504, "{}", reply.body);
 }
+
+#[tokio::test]
+async fn https_upstreams_speak_tls_and_a_failed_handshake_is_502() {
+    // A loopback listener that records the first bytes of what arrives, then hangs up: an
+    // `https://` upstream must open with a TLS handshake record (0x16, version 3.x).
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("https://{}", listener.local_addr().unwrap());
+    let first_bytes = tokio::spawn(async move {
+        use tokio::io::AsyncReadExt;
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut head = [0u8; 2];
+        socket.read_exact(&mut head).await.unwrap();
+        head
+    });
+    let upstream = HttpUpstream::new(Api::Anthropic, &url, Duration::from_secs(5)).unwrap();
+    let gw = Gateway::new(std::sync::Arc::new(upstream), GatewayOptions::default());
+    let reply = send(
+        &gw,
+        request(json!([{"role": "user", "content": "hi"}]), json!([])),
+    )
+    .await;
+    assert_eq!(
+        first_bytes.await.unwrap(),
+        [0x16, 0x03],
+        "a TLS ClientHello"
+    );
+    assert_eq!(reply.status, 502, "{}", reply.body);
+    assert_eq!(reply.body["error"]["type"], "api_error");
+}

@@ -372,10 +372,13 @@ impl ComputerTools<'_> {
             Ok(body) => body,
             Err(error) => return failure(format!("invalid arguments: {error}")),
         };
-        let setup = match Setup::parse(&body) {
+        let mut setup = match Setup::parse(&body) {
             Ok(setup) => setup,
             Err(error) => return failure(describe(&error)),
         };
+        // The model wrote allow_origins: it narrows the session, but only the operator may
+        // open private networks to it.
+        setup.policy.allow_is_model_chosen = true;
         // The start page is a navigation the model chose: it passes the origin policy
         // (private networks included) and then the same gate as one (with the default
         // rules a new origin asks the user). Nobody is asked about a page that is refused.
