@@ -70,7 +70,7 @@ async fn tool_calls(sandbox: &Sandbox, language: Language, with_calls: &str, wit
     );
 }
 
-async fn cold_and_warm_start(language: Language) {
+async fn cold_and_warm_start(language: Language, hello: &str) {
     let dir = tempfile::tempdir().expect("temp dir");
     for label in ["empty cache", "warm cache"] {
         let started = Instant::now();
@@ -80,10 +80,10 @@ async fn cold_and_warm_start(language: Language) {
             .max_instances(4);
         let sandbox = Sandbox::new(config).await.expect("sandbox");
         let result = sandbox
-            .execute(ExecutionRequest::new(language, "print(1)", tools()))
+            .execute(ExecutionRequest::new(language, hello, tools()))
             .wait()
             .await;
-        assert_eq!(result.stdout.trim(), "1");
+        assert_eq!(result.stdout.trim(), "1", "{result:?}");
         println!(
             "engine start → first output ({}, {label}): {}",
             language.as_str(),
@@ -189,7 +189,7 @@ fn main() {
             .await;
             concurrent(&sandbox, language, hello).await;
             concurrent(&sandbox, language, compute).await;
-            cold_and_warm_start(language).await;
+            cold_and_warm_start(language, hello).await;
         }
     });
 }
