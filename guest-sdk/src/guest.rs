@@ -15,6 +15,25 @@ unsafe extern "C" {
     fn finish(ptr: *const u8, len: i32);
 }
 
+// wasi-libc (linked by Rust's wasm32-wasip1 target): the table of preopened directories
+// and the emulated working directory.
+unsafe extern "C" {
+    fn __wasilibc_reset_preopens();
+    fn chdir(path: *const std::ffi::c_char) -> i32;
+}
+
+/// Makes the host's workspace (`/workspace`) visible, when it gives one, and the working
+/// directory. The image was snapshotted with no preopened directory, and wasi-libc had
+/// cached that empty table; forgetting it makes the next path lookup ask the host again.
+pub fn enter_workspace() {
+    // SAFETY: both are plain libc calls on a single-threaded guest; the path is a valid
+    // NUL-terminated string. A failing `chdir` (no workspace) leaves the directory as it was.
+    unsafe {
+        __wasilibc_reset_preopens();
+        chdir(c"/workspace".as_ptr());
+    }
+}
+
 fn len_i32(len: usize) -> i32 {
     i32::try_from(len).unwrap_or(i32::MAX)
 }
@@ -120,6 +139,7 @@ macro_rules! export_guest {
         #[unsafe(export_name = "cordon_execute")]
         pub extern "C" fn __cordon_execute(request_len: i32) {
             let frame = $crate::read_inbox(request_len);
+            $crate::enter_workspace();
             let outcome = match $crate::abi::decode_execute_request(&frame) {
                 Ok((tools, code)) => <$guest as $crate::Guest>::execute(code, &tools),
                 Err(error) => $crate::Outcome::Error {

@@ -62,6 +62,10 @@ pub struct Limits {
     pub max_payload_bytes: u64,
     /// How long a suspended execution waits for client-tool results.
     pub client_tool_timeout_ms: u64,
+    /// Bytes of file contents the workspace (`/workspace`) may hold.
+    pub workspace_bytes: u64,
+    /// Files and directories the workspace may hold.
+    pub workspace_files: u64,
 }
 
 impl Default for Limits {
@@ -74,6 +78,8 @@ impl Default for Limits {
             max_tool_calls: 1_000,
             max_payload_bytes: 1024 * 1024,
             client_tool_timeout_ms: 300_000,
+            workspace_bytes: 64 * 1024 * 1024,
+            workspace_files: 1_000,
         }
     }
 }

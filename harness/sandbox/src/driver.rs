@@ -132,6 +132,13 @@ async fn run(live: &mut LiveInstance, job: &Job) -> (ExecutionResult, bool) {
         result.limit = Some(LimitKind::Memory);
         return (result, true);
     }
+    if let Some(workspace) = &request.workspace {
+        workspace.set_quota(crate::workspace::Quota {
+            bytes: limits.workspace_bytes,
+            files: limits.workspace_files,
+        });
+    }
+    live.store.data_mut().fs.attach(request.workspace.clone());
     live.store.data_mut().memory = MemoryGuard {
         limit,
         hit: false,

@@ -22,6 +22,8 @@ pub(crate) struct HostState {
     pub(crate) wasi: WasiP1Ctx,
     pub(crate) memory: MemoryGuard,
     pub(crate) meter: Arc<Meter>,
+    /// The guest's file descriptors and its workspace.
+    pub(crate) fs: crate::wasi_fs::FsState,
     /// The execution currently running on this instance.
     pub(crate) run: Option<RunState>,
 }
@@ -62,6 +64,7 @@ impl HostState {
             wasi: builder.build_p1(),
             memory: MemoryGuard::default(),
             meter,
+            fs: crate::wasi_fs::FsState::default(),
             run: None,
         }
     }

@@ -30,6 +30,8 @@ mod driver;
 mod host;
 mod image;
 mod meter;
+mod wasi_fs;
+mod workspace;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -48,6 +50,7 @@ use tokio::sync::{mpsc, oneshot};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, Linker, PoolingAllocationConfig};
 
 pub use image::default_cache_dir;
+pub use workspace::{FileEntry, GUEST_ROOT, Quota, Workspace, WorkspaceError, split_path};
 
 use crate::host::HostState;
 use crate::image::GuestImage;
@@ -202,6 +205,8 @@ impl Sandbox {
         .map_err(|error| SandboxError::Engine(format!("{error:#}")))?;
         host::add_bridge(&mut linker)
             .map_err(|error| SandboxError::Engine(format!("{error:#}")))?;
+        wasi_fs::add_to_linker(&mut linker)
+            .map_err(|error| SandboxError::Engine(format!("{error:#}")))?;
         let ticker_stop = Arc::new(AtomicBool::new(false));
         spawn_epoch_ticker(engine.clone(), ticker_stop.clone());
         let sandbox = Sandbox {
@@ -293,6 +298,9 @@ pub struct ExecutionRequest {
     pub approver: Option<Arc<dyn Approver>>,
     /// Id to use (e.g. assigned by a store); a fresh one when `None`.
     pub id: Option<String>,
+    /// The files the guest sees at `/workspace`; none when `None`. Its quotas are set
+    /// from `limits` when the execution starts.
+    pub workspace: Option<Workspace>,
 }
 
 impl std::fmt::Debug for ExecutionRequest {
@@ -314,12 +322,19 @@ impl ExecutionRequest {
             limits: Limits::default(),
             approver: None,
             id: None,
+            workspace: None,
         }
     }
 
     /// Sets the limits.
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// Gives the execution a workspace (`/workspace` in the guest).
+    pub fn workspace(mut self, workspace: Workspace) -> Self {
+        self.workspace = Some(workspace);
         self
     }
 
@@ -528,6 +543,8 @@ pub struct SessionSpec {
     pub limits: Limits,
     /// Who decides `ask` calls; `None` parks them per execution.
     pub approver: Option<Arc<dyn Approver>>,
+    /// The files every execution of the session sees at `/workspace`.
+    pub workspace: Option<Workspace>,
 }
 
 impl std::fmt::Debug for SessionSpec {
@@ -546,12 +563,19 @@ impl SessionSpec {
             tools,
             limits: Limits::default(),
             approver: None,
+            workspace: None,
         }
     }
 
     /// Sets the limits.
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// Gives the session a workspace (`/workspace` in the guest).
+    pub fn workspace(mut self, workspace: Workspace) -> Self {
+        self.workspace = Some(workspace);
         self
     }
 }
@@ -591,6 +615,7 @@ impl Session {
             limits: spec.limits,
             approver: spec.approver.clone(),
             id,
+            workspace: spec.workspace.clone(),
         };
         self.execute_request(request)
     }
@@ -607,6 +632,7 @@ impl Session {
             limits: spec.limits,
             approver: spec.approver.clone(),
             id: None,
+            workspace: spec.workspace.clone(),
         })
     }
 

@@ -98,6 +98,13 @@ if not hasattr(_signal, "getsignal"):
     _signal.getsignal = lambda _signum: None
 if not hasattr(_signal, "signal"):
     _signal.signal = lambda _signum, _handler: None
+# WASI files have no permission bits and RustPython's `os` has no `chmod` there, which
+# `shutil.copy` and `copytree` call: accept it for a path that exists, change nothing.
+import os as _os
+if not hasattr(_os, "chmod"):
+    def _chmod(path, mode, *, dir_fd=None, follow_symlinks=True):
+        _os.stat(path)
+    _os.chmod = _chmod
 import ast
 import time
 import traceback

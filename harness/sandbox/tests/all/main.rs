@@ -14,3 +14,4 @@ mod limits;
 mod python;
 mod sessions;
 mod suspend;
+mod workspace;
