@@ -98,6 +98,14 @@ pub struct ServeArgs {
     /// Idle time after which a gateway code-execution container expires.
     #[arg(long, default_value = "30m", value_name = "DURATION", value_parser = parse_duration)]
     pub container_ttl: std::time::Duration,
+    /// How long a gateway program suspended on client tools waits for their results; past
+    /// it those calls fail inside the program (at most --container-ttl).
+    #[arg(long, default_value = "5m", value_name = "DURATION", value_parser = parse_duration)]
+    pub program_wait: std::time::Duration,
+    /// Gateway code-execution containers alive at once (each holds a sandbox instance; at
+    /// most half of --max-instances). A new one closes the least recently used.
+    #[arg(long, default_value_t = cordon_gateway::DEFAULT_MAX_CONTAINERS, value_name = "N")]
+    pub max_containers: usize,
     #[command(flatten)]
     pub browser: crate::computer::BrowserFlags,
 }
@@ -142,7 +150,13 @@ fn gateway_setup(args: &ServeArgs) -> anyhow::Result<Option<GatewaySetup>> {
     };
     let options = GatewayOptions::default()
         .max_tool_rounds(args.max_tool_rounds)
-        .container_ttl(args.container_ttl);
+        .container_ttl(args.container_ttl)
+        .program_wait(args.program_wait)
+        // Containers never take the instances executions and sandboxes need.
+        .max_containers(
+            args.max_containers
+                .min(usize::try_from(args.max_instances / 2).unwrap_or(usize::MAX)),
+        );
     Ok(Some(
         GatewaySetup::new(upstream).options(options).tools(tools),
     ))

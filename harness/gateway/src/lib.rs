@@ -36,6 +36,7 @@
 //! ```
 
 mod computer;
+mod kept;
 mod ptc;
 pub mod record;
 mod run;
@@ -61,6 +62,10 @@ pub use upstream::{Api, Credential, HttpUpstream, Upstream, UpstreamError};
 pub const DEFAULT_MAX_TOOL_ROUNDS: u32 = 20;
 /// How long an idle code-execution container lives unless told otherwise.
 pub const DEFAULT_CONTAINER_TTL: Duration = Duration::from_secs(30 * 60);
+/// How long a program waits for the client's tool results unless told otherwise.
+pub const DEFAULT_PROGRAM_WAIT: Duration = Duration::from_secs(5 * 60);
+/// Code-execution containers alive at once unless told otherwise.
+pub const DEFAULT_MAX_CONTAINERS: usize = 32;
 
 /// How the gateway behaves.
 #[derive(Debug, Clone)]
@@ -70,6 +75,12 @@ pub struct GatewayOptions {
     pub max_tool_rounds: u32,
     /// Idle time after which a code-execution container expires.
     pub container_ttl: Duration,
+    /// How long a program suspended on client tools waits for their results (at most
+    /// [`Self::container_ttl`]); past it the calls fail inside the program.
+    pub program_wait: Duration,
+    /// Containers alive at once (each holds a sandbox instance); a new one closes the least
+    /// recently used, idle ones first. Keep it below the sandbox's instance limit.
+    pub max_containers: usize,
     /// Forward the client's own key to the upstream (off when the client's credential is
     /// the server's own token).
     pub forward_client_key: bool,
@@ -80,6 +91,8 @@ impl Default for GatewayOptions {
         GatewayOptions {
             max_tool_rounds: DEFAULT_MAX_TOOL_ROUNDS,
             container_ttl: DEFAULT_CONTAINER_TTL,
+            program_wait: DEFAULT_PROGRAM_WAIT,
+            max_containers: DEFAULT_MAX_CONTAINERS,
             forward_client_key: true,
         }
     }
@@ -95,6 +108,18 @@ impl GatewayOptions {
     /// Sets [`Self::container_ttl`].
     pub fn container_ttl(mut self, ttl: Duration) -> Self {
         self.container_ttl = ttl;
+        self
+    }
+
+    /// Sets [`Self::program_wait`].
+    pub fn program_wait(mut self, wait: Duration) -> Self {
+        self.program_wait = wait;
+        self
+    }
+
+    /// Sets [`Self::max_containers`] (at least 1).
+    pub fn max_containers(mut self, count: usize) -> Self {
+        self.max_containers = count.max(1);
         self
     }
 
@@ -121,6 +146,8 @@ struct Inner {
     options: GatewayOptions,
     /// Calls that ran inline in a turn handed to the client, by that turn's client calls.
     stash: run::Stash,
+    /// Calls handed to the client for approval, until answered.
+    asks: run::Asks,
 }
 
 impl Gateway {
@@ -141,11 +168,17 @@ impl Gateway {
             inner: Arc::new(Inner {
                 upstream,
                 operator,
-                containers: ptc::Containers::new(sandbox, options.container_ttl),
+                containers: ptc::Containers::new(
+                    sandbox,
+                    options.container_ttl,
+                    options.program_wait,
+                    options.max_containers,
+                ),
                 recorder,
                 computers,
                 options,
                 stash: run::Stash::default(),
+                asks: run::Asks::default(),
             }),
         }
     }
@@ -284,7 +317,7 @@ impl MessagesReply {
     }
 }
 
-/// A fresh id: `prefix_` and 24 hex digits, unguessable.
+/// A fresh id: `prefix_` and 32 hex digits (128 bits), unguessable.
 pub(crate) fn fresh_id(prefix: &str) -> String {
     use std::hash::BuildHasher;
     use std::sync::atomic::{AtomicU64, Ordering};
@@ -293,5 +326,5 @@ pub(crate) fn fresh_id(prefix: &str) -> String {
     // std's RandomState is randomly keyed per instance: two keyed hashes give 128 bits.
     let a = std::hash::RandomState::new().hash_one((count, std::process::id()));
     let b = std::hash::RandomState::new().hash_one((count, a));
-    format!("{prefix}_{a:016x}{:08x}", b >> 32)
+    format!("{prefix}_{a:016x}{b:016x}")
 }

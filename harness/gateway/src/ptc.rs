@@ -14,6 +14,8 @@ use cordon_sandbox::{ExecutionControl, ResultFuture, Sandbox, Session, SessionSp
 use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedReceiver;
 
+use crate::kept::Kept;
+
 /// Bytes of stdout, stderr, result and error each given to the model.
 pub const MAX_CODE_OUTPUT: usize = 16 * 1024;
 
@@ -131,8 +133,25 @@ async fn drive(mut running: Running) -> (Outcome, Option<Running>) {
 pub(crate) struct Containers {
     sandbox: Option<Sandbox>,
     ttl: Duration,
-    map: Mutex<HashMap<String, Arc<Container>>>,
+    /// How long a program waits for the client's tool results.
+    program_wait: Duration,
+    /// Containers alive at once: each holds a sandbox instance.
+    max: usize,
+    map: Arc<Mutex<HashMap<String, Arc<Container>>>>,
+    /// Ids of containers that are gone, and why, so a client is told apart from one that
+    /// never existed.
+    gone: Arc<Kept<Gone>>,
 }
+
+/// Why a container is no longer there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Gone {
+    Expired,
+    Evicted,
+}
+
+/// Ids of gone containers remembered (a few dozen bytes each).
+const GONE_MAX: usize = 10_000;
 
 /// Why a named container cannot be used.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -145,18 +164,33 @@ pub enum ContainerError {
         "container `{0}` expired (idle longer than its time to live); omit `container` to start a new one"
     )]
     Expired(String),
+    /// Closed to make room for newer containers.
+    #[error(
+        "container `{0}` was closed to make room for newer ones (this server keeps {1} at most); omit `container` to start a new one"
+    )]
+    Evicted(String, usize),
     /// This gateway has no sandbox.
     #[error("code execution is not available on this server (no sandbox)")]
     NoSandbox,
 }
 
 impl Containers {
-    pub(crate) fn new(sandbox: Option<Sandbox>, ttl: Duration) -> Self {
-        Containers {
+    pub(crate) fn new(
+        sandbox: Option<Sandbox>,
+        ttl: Duration,
+        program_wait: Duration,
+        max: usize,
+    ) -> Self {
+        let containers = Containers {
             sandbox,
             ttl,
-            map: Mutex::new(HashMap::new()),
-        }
+            program_wait: program_wait.min(ttl),
+            max: max.max(1),
+            map: Arc::new(Mutex::new(HashMap::new())),
+            gone: Arc::new(Kept::new(GONE_MAX)),
+        };
+        containers.sweep_periodically();
+        containers
     }
 
     pub(crate) fn available(&self) -> bool {
@@ -167,60 +201,50 @@ impl Containers {
         self.sandbox.clone()
     }
 
-    /// Drops expired containers, cancelling what they still run.
-    fn sweep(&self) -> Vec<String> {
-        let now = now_ms();
-        let mut map = lock(&self.map);
-        let expired: Vec<String> = map
-            .iter()
-            .filter(|(_, c)| *lock(&c.expires_ms) <= now)
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in &expired {
-            if let Some(container) = map.remove(id)
-                && let Ok(mut running) = container.running.try_lock()
-                && let Some(running) = running.take()
-            {
-                running.control.cancel();
+    /// Expired containers free their instances even when no request comes: a task sweeps
+    /// while the gateway lives (none outside a Tokio runtime; requests sweep too).
+    fn sweep_periodically(&self) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let map = Arc::downgrade(&self.map);
+        let gone = Arc::downgrade(&self.gone);
+        let every = (self.ttl / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
+        runtime.spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                let (Some(map), Some(gone)) = (map.upgrade(), gone.upgrade()) else {
+                    return;
+                };
+                sweep(&map, &gone);
             }
-        }
-        expired
+        });
     }
 
     /// The container `id`, its expiry pushed back.
     pub(crate) fn get(&self, id: &str) -> Result<Arc<Container>, ContainerError> {
-        let expired = self.sweep();
-        if expired.iter().any(|e| e == id) {
-            return Err(ContainerError::Expired(id.to_owned()));
-        }
+        sweep(&self.map, &self.gone);
         let container = lock(&self.map).get(id).cloned();
         match container {
             Some(c) => {
                 c.touch(self.ttl);
                 Ok(c)
             }
-            None if id.starts_with("container_") && self.was_issued(id) => {
-                Err(ContainerError::Expired(id.to_owned()))
-            }
-            None => Err(ContainerError::Unknown(id.to_owned())),
+            None => match self.gone.get(id) {
+                Some(Gone::Expired) => Err(ContainerError::Expired(id.to_owned())),
+                Some(Gone::Evicted) => Err(ContainerError::Evicted(id.to_owned(), self.max)),
+                None => Err(ContainerError::Unknown(id.to_owned())),
+            },
         }
     }
 
-    fn was_issued(&self, id: &str) -> bool {
-        ISSUED
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .contains(id)
-    }
-
-    /// A new container.
+    /// A new container, closing the least recently used one (idle ones first) when
+    /// [`Self::max`] are alive.
     pub(crate) fn create(&self) -> Result<Arc<Container>, ContainerError> {
-        self.sweep();
+        sweep(&self.map, &self.gone);
         let sandbox = self.sandbox.as_ref().ok_or(ContainerError::NoSandbox)?;
         let limits = Limits {
-            // The program waits for the client between two requests: as long as the
-            // container lives.
-            client_tool_timeout_ms: ms(self.ttl),
+            client_tool_timeout_ms: ms(self.program_wait),
             ..Limits::default()
         };
         let spec = SessionSpec::new(
@@ -229,25 +253,56 @@ impl Containers {
         )
         .limits(limits);
         let id = crate::fresh_id("container");
-        ISSUED
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(id.clone());
         let container = Arc::new(Container {
             id: id.clone(),
             session: sandbox.session(spec),
             expires_ms: Mutex::new(now_ms().saturating_add(ms(self.ttl))),
             running: tokio::sync::Mutex::new(None),
         });
-        lock(&self.map).insert(id, container.clone());
+        let mut map = lock(&self.map);
+        while map.len() >= self.max {
+            let idle = |c: &Arc<Container>| c.running.try_lock().is_ok_and(|r| r.is_none());
+            let oldest = map
+                .values()
+                .min_by_key(|c| (!idle(c), *lock(&c.expires_ms)))
+                .map(|c| c.id.clone());
+            let Some(oldest) = oldest else { break };
+            if let Some(evicted) = map.remove(&oldest) {
+                close(&evicted);
+                self.gone.insert(&oldest, Gone::Evicted);
+            }
+        }
+        map.insert(id, container.clone());
         Ok(container)
     }
 }
 
-/// Ids of every container handed out by this process, so an expired one is told apart
-/// from one that never existed (ids only: a few dozen bytes each).
-static ISSUED: std::sync::LazyLock<Mutex<std::collections::HashSet<String>>> =
-    std::sync::LazyLock::new(|| Mutex::new(std::collections::HashSet::new()));
+/// Drops expired containers, cancelling what they still run.
+fn sweep(map: &Mutex<HashMap<String, Arc<Container>>>, gone: &Kept<Gone>) {
+    let now = now_ms();
+    let mut map = lock(map);
+    let expired: Vec<String> = map
+        .iter()
+        .filter(|(_, c)| *lock(&c.expires_ms) <= now)
+        .map(|(id, _)| id.clone())
+        .collect();
+    for id in expired {
+        if let Some(container) = map.remove(&id) {
+            close(&container);
+        }
+        gone.insert(&id, Gone::Expired);
+    }
+}
+
+/// Cancels the program a container still runs (its instance is freed when the last
+/// request holding the container lets go).
+fn close(container: &Container) {
+    if let Ok(mut running) = container.running.try_lock()
+        && let Some(running) = running.take()
+    {
+        running.control.cancel();
+    }
+}
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)

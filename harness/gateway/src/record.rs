@@ -20,9 +20,15 @@ pub struct Entry {
     pub data: Value,
 }
 
+/// Longest string kept in a record: longer ones (screenshots, big tool outputs) are
+/// replaced by their length, so a conversation's record grows with its steps, not with
+/// the images in them.
+pub const MAX_RECORDED_STRING: usize = 64 * 1024;
+
 impl Entry {
-    /// An entry of `kind` with `data`.
-    pub fn new(kind: &'static str, data: Value) -> Self {
+    /// An entry of `kind` with `data` (strings past [`MAX_RECORDED_STRING`] left out).
+    pub fn new(kind: &'static str, mut data: Value) -> Self {
+        shrink(&mut data);
         Entry {
             kind,
             call_id: None,
@@ -51,6 +57,34 @@ impl Entry {
     }
 }
 
+fn shrink(value: &mut Value) {
+    match value {
+        Value::String(text) if text.len() > MAX_RECORDED_STRING => {
+            *text = format!("[{} bytes not recorded]", text.len());
+        }
+        Value::Array(items) => items.iter_mut().for_each(shrink),
+        Value::Object(fields) => fields.values_mut().for_each(shrink),
+        _ => {}
+    }
+}
+
+/// What is recorded of a client request: its messages from the last assistant turn on
+/// (the earlier ones are in the record already, each request resends them), with where
+/// they start in the whole list.
+pub fn request_record(body: &Value) -> Value {
+    let mut record = body.clone();
+    if let Some(messages) = body.get("messages").and_then(Value::as_array) {
+        let from = messages
+            .iter()
+            .rposition(|m| m["role"] == "assistant")
+            .unwrap_or(0);
+        record["messages"] = Value::Array(messages[from..].to_vec());
+        record["messages_from"] = json!(from);
+        record["messages_total"] = json!(messages.len());
+    }
+    record
+}
+
 /// Where conversations are recorded. Recording never fails a request: implementations
 /// report their own failures.
 pub trait Recorder: Send + Sync + std::fmt::Debug {
@@ -60,6 +94,8 @@ pub trait Recorder: Send + Sync + std::fmt::Debug {
     fn record(&self, conversation: &str, entry: Entry);
     /// The conversation in which the gateway handed out tool call `call_id`, if any.
     fn conversation_of_call(&self, call_id: &str) -> Option<String>;
+    /// Whether `conversation` was begun here (a client may only continue those).
+    fn knows(&self, conversation: &str) -> bool;
 }
 
 /// Records nothing (bench mode).
@@ -71,6 +107,9 @@ impl Recorder for NoRecorder {
     fn record(&self, _conversation: &str, _entry: Entry) {}
     fn conversation_of_call(&self, _call_id: &str) -> Option<String> {
         None
+    }
+    fn knows(&self, _conversation: &str) -> bool {
+        false
     }
 }
 
@@ -128,5 +167,9 @@ impl Recorder for MemoryRecorder {
                     .any(|e| e.kind == "tool_call" && e.call_id.as_deref() == Some(call_id))
             })
             .map(|(id, _)| id.clone())
+    }
+
+    fn knows(&self, conversation: &str) -> bool {
+        self.lock().contains_key(conversation)
     }
 }

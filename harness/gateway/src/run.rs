@@ -22,8 +22,9 @@ use cordon_protocol::execution::ClientToolResult;
 use cordon_protocol::tool::{HandlerSpec, Policy, ToolDeclaration};
 use serde_json::{Value, json};
 
+use crate::kept::Kept;
 use crate::ptc::{self, Container, Outcome, ProgramCall};
-use crate::record::Entry;
+use crate::record::{Entry, request_record};
 use crate::{ComputerOutcome, Inner, MessagesCall, MessagesReply, fresh_id};
 
 /// The name the code tool has for the model.
@@ -87,8 +88,10 @@ struct Run<'a> {
 pub(crate) async fn messages(gw: &Inner, call: MessagesCall) -> MessagesReply {
     let conversation = conversation_id(gw, &call);
     gw.recorder.begin(&conversation, &gw.upstream.describe());
-    gw.recorder
-        .record(&conversation, Entry::new("request", call.body.clone()));
+    gw.recorder.record(
+        &conversation,
+        Entry::new("request", request_record(&call.body)),
+    );
     let started = Instant::now();
     let stream = call.body.get("stream") == Some(&Value::Bool(true));
     let mut computer_id = None;
@@ -167,8 +170,9 @@ pub(crate) fn reject(gw: &Inner, message: &str) -> MessagesReply {
     }
 }
 
-/// The conversation a request belongs to: the one it names, the one whose tool call its
-/// last assistant message holds, or a new one.
+/// The conversation a request belongs to: the one it names (if this server began it: a
+/// client cannot write into a conversation it made up), the one whose tool call its last
+/// assistant message holds, or a new one.
 fn conversation_id(gw: &Inner, call: &MessagesCall) -> String {
     if let Some(id) = &call.conversation
         && id.starts_with("conv_")
@@ -176,6 +180,7 @@ fn conversation_id(gw: &Inner, call: &MessagesCall) -> String {
         && id
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        && gw.recorder.knows(id)
     {
         return id.clone();
     }
@@ -437,6 +442,10 @@ fn server_result_text(content: &Value) -> String {
                 out.trim_end().to_owned()
             }
         }
+        Some("code_execution_tool_result_error") => format!(
+            "error: {}",
+            content["error_code"].as_str().unwrap_or("unavailable")
+        ),
         _ => content.to_string(),
     }
 }
@@ -716,14 +725,32 @@ impl Run<'_> {
                 });
             }
         }
-        if results.is_empty() {
-            // This request does not answer the program: it stays suspended.
-            let pending = running.pending.join(", ");
+        if results.len() < running.pending.len() {
+            // The program resumes only with every result it waits for (a part would leave it
+            // waiting, and this request with it); nothing is applied and it stays suspended.
+            let missing: Vec<&str> = running
+                .pending
+                .iter()
+                .filter(|id| !results.iter().any(|r| &r.call_id == *id))
+                .map(String::as_str)
+                .collect();
+            let message = if results.is_empty() {
+                format!(
+                    "container `{}` has a program waiting for tool results ({}); answer them \
+                     with tool_result blocks",
+                    container.id,
+                    missing.join(", ")
+                )
+            } else {
+                format!(
+                    "container `{}`: the program waits for every call it made; tool results are \
+                     missing for {}",
+                    container.id,
+                    missing.join(", ")
+                )
+            };
             *slot = Some(running);
-            return Err(bad_request(format!(
-                "container `{}` has a program waiting for tool results ({pending}); answer them with tool_result blocks",
-                container.id
-            )));
+            return Err(bad_request(message));
         }
         let server_id = running.server_id.clone();
         let kind = running.kind.clone();
@@ -792,12 +819,46 @@ impl Run<'_> {
                     .collect()
             })
             .unwrap_or_default();
+        // Every decision is checked before any runs: a request with one bad decision
+        // applies none of them.
         for approval in approvals {
-            let Some(call) = calls.get(approval.call_id.as_str()) else {
+            let id = approval.call_id.as_str();
+            let Some(call) = calls.get(id) else {
                 return Err(bad_request(format!(
-                    "cordon_approval for `{}`: no such tool call in the previous assistant turn",
-                    approval.call_id
+                    "cordon_approval for `{id}`: no such tool call in the previous assistant turn"
                 )));
+            };
+            let Some(asked) = self.gw.asks.kept.get(id) else {
+                return Err(bad_request(format!(
+                    "cordon_approval for `{id}`: this server asked no approval for that call, or \
+                     it was already answered; only calls the server handed back for approval \
+                     (stop_reason tool_use, an `ask` tool or a computer gate) take one"
+                )));
+            };
+            if asked.name != call.name || asked.input != call.input {
+                return Err(bad_request(format!(
+                    "cordon_approval for `{id}`: the call in the previous assistant turn is not \
+                     the one the model made (name or input changed); send the turn back as it \
+                     was received"
+                )));
+            }
+        }
+        for approval in approvals {
+            let id = approval.call_id.as_str();
+            // Taken out first: two requests racing with one approval run it once.
+            let Some(asked) = self.gw.asks.kept.remove(id) else {
+                return Err(fail(
+                    409,
+                    "invalid_request_error",
+                    format!("cordon_approval for `{id}`: another request answered it first"),
+                ));
+            };
+            let call = ToolCall {
+                id: id.to_owned(),
+                name: asked.name,
+                input: asked.input,
+                caller: None,
+                extra: Extra::new(),
             };
             self.record(
                 Entry::new(
@@ -806,26 +867,19 @@ impl Run<'_> {
                 )
                 .call(&call.id),
             );
-            let result = if approval.granted {
-                match self.kind_of(call) {
-                    Kind::Operator => self.run_operator(call, true).await,
-                    Kind::Computer => match self.run_computer(call, true).await {
-                        Ok(result) => result,
-                        Err(reason) => error_result(&call.id, reason),
-                    },
-                    _ => {
-                        return Err(bad_request(format!(
-                            "cordon_approval for `{}`: `{}` is not a server tool that asks",
-                            call.id, call.name
-                        )));
-                    }
-                }
-            } else {
+            let result = if !approval.granted {
                 let mut text = "the user denied this call".to_owned();
                 if let Some(reason) = approval.reason.as_deref().filter(|r| !r.is_empty()) {
                     text.push_str(&format!(": {reason}"));
                 }
                 error_result(&call.id, text)
+            } else if asked.computer {
+                match self.run_computer(&call, true).await {
+                    Ok(result) => result,
+                    Err(reason) => error_result(&call.id, reason),
+                }
+            } else {
+                self.run_operator(&call, true).await
             };
             replace_result(view, result);
         }
@@ -1015,6 +1069,14 @@ impl Run<'_> {
                             )
                             .call(&call.id),
                         );
+                        self.gw.asks.kept.insert(
+                            &call.id,
+                            Asked {
+                                name: call.name.clone(),
+                                input: call.input.clone(),
+                                computer: false,
+                            },
+                        );
                         to_client.insert(call.id.clone());
                         continue;
                     } else {
@@ -1034,6 +1096,14 @@ impl Run<'_> {
                                 json!({"name": call.name, "reason": reason}),
                             )
                             .call(&call.id),
+                        );
+                        self.gw.asks.kept.insert(
+                            &call.id,
+                            Asked {
+                                name: call.name.clone(),
+                                input: call.input.clone(),
+                                computer: true,
+                            },
                         );
                         to_client.insert(call.id.clone());
                         continue;
@@ -1186,12 +1256,23 @@ impl Run<'_> {
             input: call.input.clone(),
             extra: Extra::new(),
         };
+        let refused = |code: &str, text: String| {
+            let shown = vec![
+                server_call.clone(),
+                ContentBlock::ServerToolResult {
+                    kind: "code_execution_tool_result".into(),
+                    tool_use_id: call.id.clone(),
+                    content: json!({"type": "code_execution_tool_result_error", "error_code": code}),
+                    extra: Extra::new(),
+                },
+            ];
+            (Some(error_result(&call.id, text)), shown, false)
+        };
         let Some(code) = call.input.get("code").and_then(Value::as_str) else {
-            let result = error_result(
-                &call.id,
+            return refused(
+                "invalid_tool_input",
                 "the input needs `code` (a string of Python)".into(),
             );
-            return (Some(result), vec![server_call], false);
         };
         let container = match &self.container {
             Some(c) => c.clone(),
@@ -1200,22 +1281,15 @@ impl Run<'_> {
                     self.container = Some(c.clone());
                     c
                 }
-                Err(e) => {
-                    return (
-                        Some(error_result(&call.id, e.to_string())),
-                        vec![server_call],
-                        false,
-                    );
-                }
+                Err(e) => return refused("unavailable", e.to_string()),
             },
         };
         let mut slot = container.running.lock().await;
         if slot.is_some() {
-            let result = error_result(
-                &call.id,
+            return refused(
+                "too_many_requests",
                 "the container is still running another program that waits for tool results".into(),
             );
-            return (Some(result), vec![server_call], false);
         }
         let (outcome, running) = container.run(code, tools, &call.id, &kind).await;
         *slot = running;
@@ -1249,41 +1323,32 @@ impl Run<'_> {
 }
 
 /// Server calls that ran inline in a turn whose other calls went to the client, keyed by
-/// the id of that turn's first client call. Bounded: past [`STASH_MAX`] entries the oldest
-/// half is forgotten (those turns then reach the model without their inline calls).
-#[derive(Debug, Default)]
+/// the id of that turn's first client call. Bounded (those turns forgotten reach the model
+/// without their inline calls).
+#[derive(Debug)]
 pub(crate) struct Stash {
-    entries: std::sync::Mutex<Kept>,
+    kept: Kept<(Vec<ToolCall>, Vec<ToolResult>)>,
 }
-
-/// A counter (age) and the kept turns: key → (age, calls, results).
-type Kept = (u64, HashMap<String, (u64, Vec<ToolCall>, Vec<ToolResult>)>);
 
 const STASH_MAX: usize = 10_000;
 
-impl Stash {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Kept> {
-        self.entries
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn keep(&self, key: &str, calls: Vec<ToolCall>, results: Vec<ToolResult>) {
-        let mut guard = self.lock();
-        let (counter, map) = &mut *guard;
-        *counter += 1;
-        if map.len() >= STASH_MAX {
-            let cutoff = *counter - (STASH_MAX as u64) / 2;
-            map.retain(|_, (n, _, _)| *n >= cutoff);
+impl Default for Stash {
+    fn default() -> Self {
+        Stash {
+            kept: Kept::new(STASH_MAX),
         }
-        map.insert(key.to_owned(), (*counter, calls, results));
+    }
+}
+
+impl Stash {
+    fn keep(&self, key: &str, calls: Vec<ToolCall>, results: Vec<ToolResult>) {
+        self.kept.insert(key, (calls, results));
     }
 
     /// Puts kept calls back into the assistant message holding their key, and their
     /// results at the start of the user message after it.
     fn restore(&self, view: &mut [Message]) {
-        let guard = self.lock();
-        if guard.1.is_empty() {
+        if self.kept.is_empty() {
             return;
         }
         for i in 0..view.len() {
@@ -1291,10 +1356,10 @@ impl Stash {
                 continue;
             }
             let found = view[i].content.iter().find_map(|b| match b {
-                ContentBlock::ToolCall(c) => guard.1.get(&c.id),
+                ContentBlock::ToolCall(c) => self.kept.get(&c.id),
                 _ => None,
             });
-            let Some((_, calls, results)) = found else {
+            let Some((calls, results)) = found else {
                 continue;
             };
             if view.get(i + 1).is_none_or(|m| m.role != Role::User) {
@@ -1302,11 +1367,36 @@ impl Stash {
             }
             view[i]
                 .content
-                .extend(calls.iter().cloned().map(ContentBlock::ToolCall));
+                .extend(calls.into_iter().map(ContentBlock::ToolCall));
             let next = &mut view[i + 1].content;
-            for (at, result) in results.iter().enumerate() {
-                next.insert(at, ContentBlock::ToolResult(result.clone()));
+            for (at, result) in results.into_iter().enumerate() {
+                next.insert(at, ContentBlock::ToolResult(result));
             }
+        }
+    }
+}
+
+/// A call handed to the client for approval, as the model made it. Only these can be
+/// approved, each once, and what runs is this input, not the client's copy of it.
+#[derive(Debug, Clone)]
+pub(crate) struct Asked {
+    name: String,
+    input: Value,
+    computer: bool,
+}
+
+/// Calls waiting for a `cordon_approval`, by call id.
+#[derive(Debug)]
+pub(crate) struct Asks {
+    kept: Kept<Asked>,
+}
+
+const ASKS_MAX: usize = 10_000;
+
+impl Default for Asks {
+    fn default() -> Self {
+        Asks {
+            kept: Kept::new(ASKS_MAX),
         }
     }
 }

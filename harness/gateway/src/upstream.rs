@@ -85,6 +85,18 @@ pub enum UpstreamError {
     /// Its answer is not a valid turn in its API.
     #[error("the upstream's answer is not valid: {0}")]
     InvalidAnswer(String),
+    /// It refused the server's own credential (or the lack of one): the operator's fault,
+    /// not the client's, so the client is not told its key is wrong.
+    #[error(
+        "the upstream refused this server's credential ({status}): {message}; the operator must \
+         check --upstream-key-env"
+    )]
+    Refused {
+        /// Its HTTP status (401 or 403).
+        status: u16,
+        /// Its error message.
+        message: String,
+    },
 }
 
 impl UpstreamError {
@@ -92,7 +104,9 @@ impl UpstreamError {
     pub fn status_and_kind(&self) -> (u16, &'static str) {
         match self {
             UpstreamError::Status { status, .. } => (*status, kind_for_status(*status)),
-            UpstreamError::Unreachable(_) | UpstreamError::InvalidAnswer(_) => (502, "api_error"),
+            UpstreamError::Unreachable(_)
+            | UpstreamError::InvalidAnswer(_)
+            | UpstreamError::Refused { .. } => (502, "api_error"),
             UpstreamError::Timeout(_) => (504, "api_error"),
         }
     }
@@ -111,6 +125,9 @@ pub fn kind_for_status(status: u16) -> &'static str {
         _ => "api_error",
     }
 }
+
+/// Bytes of one upstream answer read at most (a JSON turn, an error body, a whole stream).
+pub const MAX_ANSWER_BYTES: usize = 32 * 1024 * 1024;
 
 /// A model Cordon asks for turns.
 pub trait Upstream: Send + Sync + fmt::Debug {
@@ -145,6 +162,9 @@ impl HttpUpstream {
     /// An upstream at `url` (the vendor SDK's `base_url`) with a timeout per call.
     pub fn new(api: Api, url: &str, timeout: Duration) -> Result<Self, UpstreamError> {
         let client = reqwest::Client::builder()
+            // A redirect would carry the key to wherever the upstream points; vendor APIs do
+            // not redirect, so none is followed.
+            .redirect(reqwest::redirect::Policy::none())
             .timeout(timeout)
             .connect_timeout(timeout.min(Duration::from_secs(10)))
             .build()
@@ -187,6 +207,8 @@ impl HttpUpstream {
             .client
             .post(format!("{}{}", self.url, self.api.path()))
             .json(&self.body(request));
+        // Whose key reaches the upstream: a 401/403 is the client's to fix only when it is theirs.
+        let clients_key = self.key.is_none() && credential.is_some();
         let credential = self.key.as_ref().or(credential);
         match self.api {
             Api::Anthropic => {
@@ -201,14 +223,23 @@ impl HttpUpstream {
                 }
             }
         }
-        let mut response = http.send().await.map_err(|e| self.transport(&e))?;
+        let mut response = http.send().await.map_err(|e| self.transport(e))?;
         let status = response.status().as_u16();
         if !(200..300).contains(&status) {
-            let text = response.text().await.unwrap_or_default();
-            return Err(UpstreamError::Status {
-                status,
-                message: error_message(&text),
-            });
+            let text = read_bounded(&mut response, 64 * 1024)
+                .await
+                .unwrap_or_default();
+            let message = error_message(&text);
+            if matches!(status, 401 | 403) && !clients_key {
+                return Err(UpstreamError::Refused { status, message });
+            }
+            if (300..400).contains(&status) {
+                return Err(UpstreamError::Unreachable(format!(
+                    "the upstream answered {status} (a redirect, not followed: point --upstream at \
+                     the final address)"
+                )));
+            }
+            return Err(UpstreamError::Status { status, message });
         }
         let is_sse = response
             .headers()
@@ -216,7 +247,9 @@ impl HttpUpstream {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("text/event-stream"));
         if !is_sse {
-            let text = response.text().await.map_err(|e| self.transport(&e))?;
+            let text = read_bounded(&mut response, MAX_ANSWER_BYTES)
+                .await
+                .map_err(|e| self.read_failure(e))?;
             let body: Value = serde_json::from_str(&text)
                 .map_err(|e| UpstreamError::InvalidAnswer(format!("not JSON: {e}")))?;
             let turn = match self.api {
@@ -233,12 +266,20 @@ impl HttpUpstream {
         };
         let mut parser = SseParser::default();
         let mut done = false;
+        let mut read = 0usize;
         while !done {
-            let chunk = response.chunk().await.map_err(|e| self.transport(&e))?;
+            let chunk = response.chunk().await.map_err(|e| self.transport(e))?;
+            read += chunk.as_ref().map_or(0, |c| c.len());
+            if read > MAX_ANSWER_BYTES {
+                return Err(UpstreamError::InvalidAnswer(format!(
+                    "the stream is longer than {MAX_ANSWER_BYTES} bytes"
+                )));
+            }
             let events = match &chunk {
                 Some(bytes) => parser.push(bytes),
-                None => parser.finish().into_iter().collect(),
-            };
+                None => parser.finish().map(|e| e.into_iter().collect()),
+            }
+            .map_err(|e| UpstreamError::InvalidAnswer(e.to_string()))?;
             for (name, data) in events {
                 if data.get("type").and_then(Value::as_str) == Some("ping") {
                     continue;
@@ -263,13 +304,24 @@ impl HttpUpstream {
             .map_err(UpstreamError::InvalidAnswer)
     }
 
-    fn transport(&self, error: &reqwest::Error) -> UpstreamError {
+    fn read_failure(&self, error: ReadError) -> UpstreamError {
+        match error {
+            ReadError::Transport(e) => self.transport(e),
+            ReadError::TooLarge(max) => {
+                UpstreamError::InvalidAnswer(format!("the answer is longer than {max} bytes"))
+            }
+        }
+    }
+
+    fn transport(&self, error: reqwest::Error) -> UpstreamError {
         if error.is_timeout() {
             UpstreamError::Timeout(self.timeout)
         } else {
-            // The URL is the operator's; the error's own text names the cause.
+            // The URL is the operator's and may carry a key (userinfo, query): the error's
+            // own text, without it, names the cause.
+            let error = error.without_url();
             let mut text = error.to_string();
-            let mut source = std::error::Error::source(error);
+            let mut source = std::error::Error::source(&error);
             while let Some(cause) = source {
                 text.push_str(": ");
                 text.push_str(&cause.to_string());
@@ -277,6 +329,48 @@ impl HttpUpstream {
             }
             UpstreamError::Unreachable(text)
         }
+    }
+}
+
+/// Why a body could not be read in full.
+enum ReadError {
+    Transport(reqwest::Error),
+    TooLarge(usize),
+}
+
+/// A response body as text, refusing one longer than `max` bytes before holding it.
+async fn read_bounded(response: &mut reqwest::Response, max: usize) -> Result<String, ReadError> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(ReadError::Transport)? {
+        if body.len() + chunk.len() > max {
+            return Err(ReadError::TooLarge(max));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(String::from_utf8_lossy(&body).into_owned())
+}
+
+/// `url` as it may be shown (records, logs, errors): without user info, query or fragment,
+/// which is where keys hide.
+pub fn redacted(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut parsed) => {
+            let had_secret = !parsed.username().is_empty()
+                || parsed.password().is_some()
+                || parsed.query().is_some()
+                || parsed.fragment().is_some();
+            let _ = parsed.set_username("");
+            let _ = parsed.set_password(None);
+            parsed.set_query(None);
+            parsed.set_fragment(None);
+            let shown = parsed.as_str().trim_end_matches('/').to_owned();
+            if had_secret {
+                format!("{shown} (credentials and query hidden)")
+            } else {
+                shown
+            }
+        }
+        Err(_) => "(an upstream URL that does not parse)".to_owned(),
     }
 }
 
@@ -326,7 +420,7 @@ impl Upstream for HttpUpstream {
     }
 
     fn describe(&self) -> String {
-        format!("{}={}", self.api.as_str(), self.url)
+        format!("{}={}", self.api.as_str(), redacted(&self.url))
     }
 
     fn api(&self) -> Api {

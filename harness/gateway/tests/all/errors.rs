@@ -130,3 +130,160 @@ async fn https_upstreams_speak_tls_and_a_failed_handshake_is_502() {
     assert_eq!(reply.status, 502, "{}", reply.body);
     assert_eq!(reply.body["error"]["type"], "api_error");
 }
+
+/// A loopback server answering every request with `status` and `headers`, counting them and
+/// keeping the `x-api-key` each carried.
+async fn fixed_answer(
+    status: u16,
+    headers: Vec<(&'static str, String)>,
+    body: Vec<u8>,
+) -> (
+    String,
+    std::sync::Arc<std::sync::Mutex<Vec<Option<String>>>>,
+) {
+    use axum::http::StatusCode;
+    use axum::response::IntoResponse;
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let keys = seen.clone();
+    let app = axum::Router::new().fallback(move |request: axum::extract::Request| {
+        let keys = keys.clone();
+        let headers = headers.clone();
+        let body = body.clone();
+        async move {
+            let key = request
+                .headers()
+                .get("x-api-key")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            keys.lock().unwrap().push(key);
+            let mut response = (StatusCode::from_u16(status).unwrap(), body).into_response();
+            for (name, value) in headers {
+                response.headers_mut().insert(name, value.parse().unwrap());
+            }
+            response
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, seen)
+}
+
+#[tokio::test]
+async fn redirects_are_not_followed_so_the_key_stays_with_the_upstream() {
+    let (elsewhere, elsewhere_keys) = fixed_answer(200, vec![], b"{}".to_vec()).await;
+    let (url, keys) = fixed_answer(
+        307,
+        vec![("location", format!("{elsewhere}/v1/messages"))],
+        Vec::new(),
+    )
+    .await;
+    let upstream = HttpUpstream::new(Api::Anthropic, &url, Duration::from_secs(5))
+        .unwrap()
+        .with_key(Some(cordon_gateway::Credential("sk-operator".into())));
+    let gw = Gateway::new(std::sync::Arc::new(upstream), GatewayOptions::default());
+    let reply = send(
+        &gw,
+        request(json!([{"role": "user", "content": "hi"}]), json!([])),
+    )
+    .await;
+    assert_eq!(reply.status, 502, "{}", reply.body);
+    assert!(
+        reply.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("redirect"),
+        "{}",
+        reply.body
+    );
+    assert_eq!(*keys.lock().unwrap(), [Some("sk-operator".to_owned())]);
+    assert!(
+        elsewhere_keys.lock().unwrap().is_empty(),
+        "nothing reached the redirect's target"
+    );
+}
+
+#[tokio::test]
+async fn a_refused_operator_key_is_the_servers_fault_not_the_clients() {
+    let body = json!({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}});
+    let (url, _) = fixed_answer(
+        401,
+        vec![("content-type", "application/json".to_owned())],
+        body.to_string().into_bytes(),
+    )
+    .await;
+    let hi = request(json!([{"role": "user", "content": "hi"}]), json!([]));
+    // The operator's key: 502, telling the operator what to check.
+    let upstream = HttpUpstream::new(Api::Anthropic, &url, Duration::from_secs(5))
+        .unwrap()
+        .with_key(Some(cordon_gateway::Credential("sk-operator".into())));
+    let gw = Gateway::new(std::sync::Arc::new(upstream), GatewayOptions::default());
+    let reply = send(&gw, hi.clone()).await;
+    assert_eq!(reply.status, 502, "{}", reply.body);
+    assert_eq!(reply.body["error"]["type"], "api_error");
+    assert!(
+        reply.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--upstream-key-env")
+    );
+    // The client's own key: its 401 to fix.
+    let upstream = HttpUpstream::new(Api::Anthropic, &url, Duration::from_secs(5)).unwrap();
+    let gw = Gateway::new(std::sync::Arc::new(upstream), GatewayOptions::default());
+    let reply = gw
+        .messages(
+            cordon_gateway::MessagesCall::new(hi)
+                .credential(Some(cordon_gateway::Credential("sk-client".into()))),
+        )
+        .await;
+    assert_eq!(reply.status, 401, "{}", reply.body);
+    assert_eq!(reply.body["error"]["type"], "authentication_error");
+}
+
+#[tokio::test]
+async fn an_answer_past_the_size_cap_is_refused_not_held() {
+    let huge = vec![b' '; cordon_gateway::upstream::MAX_ANSWER_BYTES + 1];
+    let (url, _) = fixed_answer(
+        200,
+        vec![("content-type", "application/json".to_owned())],
+        huge,
+    )
+    .await;
+    let upstream = HttpUpstream::new(Api::Anthropic, &url, Duration::from_secs(30)).unwrap();
+    let gw = Gateway::new(std::sync::Arc::new(upstream), GatewayOptions::default());
+    let reply = send(
+        &gw,
+        request(json!([{"role": "user", "content": "hi"}]), json!([])),
+    )
+    .await;
+    assert_eq!(reply.status, 502, "{}", reply.body);
+    assert!(
+        reply.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("longer than")
+    );
+}
+
+#[test]
+fn upstream_urls_are_shown_without_their_secrets() {
+    let upstream = HttpUpstream::new(
+        Api::OpenaiChat,
+        "https://user:hunter2@models.example/v1?key=sk-secret#frag",
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    let shown = cordon_gateway::Upstream::describe(&upstream);
+    assert!(
+        !shown.contains("hunter2") && !shown.contains("sk-secret"),
+        "{shown}"
+    );
+    assert!(
+        shown.starts_with("openai-chat=https://models.example/v1"),
+        "{shown}"
+    );
+    assert_eq!(
+        cordon_gateway::upstream::redacted("http://127.0.0.1:9/v1"),
+        "http://127.0.0.1:9/v1"
+    );
+}

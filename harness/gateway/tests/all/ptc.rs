@@ -181,3 +181,135 @@ async fn unknown_and_expired_containers_are_400() {
             .contains("expired")
     );
 }
+
+fn first_calls(content: &Value) -> Vec<Value> {
+    content
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["type"] == "tool_use")
+        .cloned()
+        .collect()
+}
+
+#[tokio::test]
+async fn a_program_resumes_only_with_every_result_it_waits_for() {
+    let standin = StandIn::start().await;
+    let gw = ptc_gateway(&standin, Duration::from_secs(600)).await;
+    standin.turn(json!([{"type": "tool_use", "id": "toolu_code", "name": "code_execution", "input": {"code": GATHER}}]));
+    let question = json!({"role": "user", "content": "Compare"});
+    let reply = send(&gw, body(json!([question]), None)).await;
+    let content = reply.body["content"].clone();
+    let container = reply.body["container"]["id"].as_str().unwrap().to_owned();
+    let calls = first_calls(&content);
+    assert_eq!(calls.len(), 2);
+    // One of two results: refused at once (not left waiting), naming the missing call.
+    let half = json!({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": calls[0]["id"], "content": "{\"temp\": 21}"}
+    ]});
+    let partial = send(
+        &gw,
+        body(
+            json!([question, {"role": "assistant", "content": content}, half]),
+            Some(&container),
+        ),
+    );
+    let reply = tokio::time::timeout(Duration::from_secs(60), partial)
+        .await
+        .expect("a partial answer is refused, not left waiting");
+    assert_eq!(reply.status, 400, "{}", reply.body);
+    let message = reply.body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains(calls[1]["id"].as_str().unwrap()),
+        "{message}"
+    );
+    // Nothing was applied: the whole answer still resumes the program.
+    standin.turn(json!([{"type": "text", "text": "done"}]));
+    let both = json!({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": calls[0]["id"], "content": "{\"temp\": 21}"},
+        {"type": "tool_result", "tool_use_id": calls[1]["id"], "content": "cold"}
+    ]});
+    let reply = send(
+        &gw,
+        body(
+            json!([question, {"role": "assistant", "content": content}, both]),
+            Some(&container),
+        ),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert_eq!(
+        reply.body["content"][0]["content"]["stdout"],
+        "got 21 cold\n"
+    );
+}
+
+#[tokio::test]
+async fn past_the_container_cap_the_least_recently_used_is_closed() {
+    let standin = StandIn::start().await;
+    let (gw, _) = gateway(
+        &standin,
+        Api::Anthropic,
+        GatewayOptions::default().max_containers(2),
+    );
+    let gw = gw.with_sandbox(sandbox().await);
+    let question = json!({"role": "user", "content": "count"});
+    let mut containers = Vec::new();
+    for i in 0..3 {
+        standin.turn(json!([{"type": "tool_use", "id": format!("toolu_{i}"), "name": "code_execution", "input": {"code": format!("n = {i}\nprint(n)")}}]));
+        standin.turn(json!([{"type": "text", "text": "ok"}]));
+        let reply = send(&gw, body(json!([question]), None)).await;
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        containers.push(reply.body["container"]["id"].as_str().unwrap().to_owned());
+    }
+    // The first (least recently used) made room for the third; it says so.
+    let reply = send(&gw, body(json!([question]), Some(&containers[0]))).await;
+    assert_eq!(reply.status, 400, "{}", reply.body);
+    let message = reply.body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("make room"), "{message}");
+    // The others keep their state.
+    for (i, id) in containers.iter().enumerate().skip(1) {
+        standin.turn(json!([{"type": "tool_use", "id": format!("toolu_again_{i}"), "name": "code_execution", "input": {"code": "print(n)"}}]));
+        standin.turn(json!([{"type": "text", "text": "ok"}]));
+        let reply = send(&gw, body(json!([question]), Some(id))).await;
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        assert_eq!(
+            reply.body["content"][1]["content"]["stdout"],
+            format!("{i}\n")
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_code_call_refused_before_running_still_shows_its_result_block() {
+    let standin = StandIn::start().await;
+    let gw = ptc_gateway(&standin, Duration::from_secs(600)).await;
+    let mut tools = tools();
+    tools
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "ask_user", "input_schema": {"type": "object"}}));
+    // No `code`, beside a client call: the turn goes to the client with both.
+    standin.turn(json!([
+        {"type": "tool_use", "id": "toolu_code", "name": "code_execution", "input": {}},
+        {"type": "tool_use", "id": "toolu_ask", "name": "ask_user", "input": {}}
+    ]));
+    let mut request = body(json!([{"role": "user", "content": "go"}]), None);
+    request["tools"] = tools;
+    let reply = send(&gw, request).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let content = reply.body["content"].as_array().unwrap();
+    let kinds: Vec<&str> = content
+        .iter()
+        .map(|b| b["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["server_tool_use", "code_execution_tool_result", "tool_use"]
+    );
+    assert_eq!(content[1]["tool_use_id"], content[0]["id"]);
+    assert_eq!(
+        content[1]["content"],
+        json!({"type": "code_execution_tool_result_error", "error_code": "invalid_tool_input"})
+    );
+}

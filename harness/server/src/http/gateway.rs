@@ -107,8 +107,9 @@ pub(crate) fn spawn_retention(mount: &Arc<Mount>, retain: Duration) {
 /// The server's computer sessions (`/v1/computers`) as the gateway's computers.
 struct HubComputers {
     hub: Arc<ComputerHub>,
-    /// The approval each computer's last step waits for (the gate asked).
-    asked: Mutex<HashMap<String, String>>,
+    /// The approval each computer's last step waits for (the gate asked), with the action
+    /// it is for: an approval of another action does not release it.
+    asked: Mutex<HashMap<String, (String, Value)>>,
 }
 
 impl std::fmt::Debug for HubComputers {
@@ -118,7 +119,7 @@ impl std::fmt::Debug for HubComputers {
 }
 
 impl HubComputers {
-    fn outcome(&self, id: &str, step: ComputerStep) -> ComputerOutcome {
+    fn outcome(&self, id: &str, input: &Value, step: ComputerStep) -> ComputerOutcome {
         let mut asked = self.asked.lock().unwrap_or_else(PoisonError::into_inner);
         asked.remove(id);
         match step.status {
@@ -139,7 +140,7 @@ impl HubComputers {
                         .map(|e| format!(" on {e}"))
                         .unwrap_or_default()
                 );
-                asked.insert(id.to_owned(), pending.approval_id);
+                asked.insert(id.to_owned(), (pending.approval_id, input.clone()));
                 ComputerOutcome::NeedsApproval { reason }
             }
             status => ComputerOutcome::Done {
@@ -205,12 +206,20 @@ impl Computers for HubComputers {
                 .get(id)
                 .cloned();
             let step = match (approved, asked) {
-                (true, Some(approval)) => match self.hub.decide(&approval, Decision::Approve).await
-                {
-                    Some(Ok((_, step))) => step,
-                    Some(Err(e)) => return Err(e.message),
-                    None => return Err(format!("approval {approval} is no longer pending")),
-                },
+                (true, Some((_, action))) if action != *input => {
+                    return Err(
+                        "this computer's pending approval is for another action; the model must \
+                         ask again"
+                            .to_owned(),
+                    );
+                }
+                (true, Some((approval, _))) => {
+                    match self.hub.decide(&approval, Decision::Approve).await {
+                        Some(Ok((_, step))) => step,
+                        Some(Err(e)) => return Err(e.message),
+                        None => return Err(format!("approval {approval} is no longer pending")),
+                    }
+                }
                 _ => {
                     let body: ComputerActions =
                         serde_json::from_value(json!({"format": "anthropic", "actions": [input]}))
@@ -218,7 +227,7 @@ impl Computers for HubComputers {
                     self.hub.act(id, body).await.map_err(|e| e.message)?
                 }
             };
-            Ok(self.outcome(id, step))
+            Ok(self.outcome(id, input, step))
         })
     }
 }
@@ -249,6 +258,10 @@ impl Recorder for StoreRecorder {
 
     fn conversation_of_call(&self, call_id: &str) -> Option<String> {
         self.0.conversation_of_call(call_id).ok().flatten()
+    }
+
+    fn knows(&self, conversation: &str) -> bool {
+        self.0.conversation_exists(conversation).unwrap_or(false)
     }
 }
 

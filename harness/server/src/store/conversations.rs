@@ -187,6 +187,18 @@ impl Store {
         }))
     }
 
+    /// Whether conversation `id` exists.
+    pub fn conversation_exists(&self, id: &str) -> Result<bool> {
+        Ok(lock(&self.conn)
+            .query_row(
+                "SELECT 1 FROM conversations WHERE id = ?1",
+                params![id],
+                |_| Ok(()),
+            )
+            .optional()?
+            .is_some())
+    }
+
     /// The conversation in which tool call `call_id` was made.
     pub fn conversation_of_call(&self, call_id: &str) -> Result<Option<String>> {
         Ok(lock(&self.conn)
