@@ -3,6 +3,7 @@
 mod approve;
 mod computer;
 mod demo;
+mod files;
 mod mcp;
 mod run;
 mod serve;

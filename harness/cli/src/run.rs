@@ -45,6 +45,8 @@ pub struct RunArgs {
     pub tools: Option<PathBuf>,
     #[command(flatten)]
     pub limits: LimitArgs,
+    #[command(flatten)]
+    pub files: crate::files::FileArgs,
     /// Approve calls to this `ask` tool without asking (repeatable). Without a terminal,
     /// `ask` calls to other tools are refused.
     #[arg(long = "approve", value_name = "NAME")]
@@ -79,6 +81,12 @@ pub struct LimitArgs {
     /// Size of one tool input or result, bytes [default: 1048576].
     #[arg(long, value_name = "N")]
     pub max_payload_bytes: Option<u64>,
+    /// Bytes the workspace (`/workspace`) may hold [default: 67108864].
+    #[arg(long, value_name = "N")]
+    pub workspace_bytes: Option<u64>,
+    /// Files and directories the workspace may hold [default: 1000].
+    #[arg(long, value_name = "N")]
+    pub workspace_files: Option<u64>,
 }
 
 impl LimitArgs {
@@ -102,6 +110,12 @@ impl LimitArgs {
         }
         if let Some(bytes) = self.max_payload_bytes {
             limits.max_payload_bytes = bytes;
+        }
+        if let Some(bytes) = self.workspace_bytes {
+            limits.workspace_bytes = bytes;
+        }
+        if let Some(count) = self.workspace_files {
+            limits.workspace_files = count;
         }
         limits
     }
@@ -328,11 +342,20 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     let approver: Arc<dyn Approver> =
         approve::for_terminal(args.approve.clone(), std::io::stderr().is_terminal());
+    let limits = args.limits.limits();
+    let prepared = crate::files::prepare(&args.files, &limits)?;
     let sandbox = sandbox(vec![language], 64).await?;
-    let request = ExecutionRequest::new(language, code, Dispatcher::new(Arc::new(registry)))
-        .limits(args.limits.limits())
+    let mut request = ExecutionRequest::new(language, code, Dispatcher::new(Arc::new(registry)))
+        .limits(limits)
         .approver(approver);
-    execute_and_report(&sandbox, request, args.json).await
+    if let Some(prepared) = &prepared {
+        request = request.workspace(prepared.workspace.clone());
+    }
+    let exit = execute_and_report(&sandbox, request, args.json).await?;
+    if let Some(prepared) = &prepared {
+        prepared.finish(&args.files)?;
+    }
+    Ok(exit)
 }
 
 #[cfg(test)]

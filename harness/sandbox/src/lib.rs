@@ -646,6 +646,11 @@ impl Session {
         handle
     }
 
+    /// The session's workspace, if it has one.
+    pub fn workspace(&self) -> Option<&Workspace> {
+        self.spec.workspace.as_ref()
+    }
+
     /// Whether the session currently holds a live instance.
     pub async fn is_warm(&self) -> bool {
         self.live.lock().await.is_some()

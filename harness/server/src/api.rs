@@ -48,6 +48,32 @@ pub struct SandboxCreated {
     pub expires_at: String,
 }
 
+/// One file of a sandbox's workspace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct FileInfo {
+    /// Relative path (`out/chart.png`); the guest sees it under `/workspace/`.
+    pub path: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// Last modification (RFC 3339, UTC).
+    pub modified: String,
+}
+
+/// `GET /v1/sandboxes/{id}/files`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct FileList {
+    /// Every file, in path order.
+    pub files: Vec<FileInfo>,
+    /// Bytes stored.
+    pub bytes: u64,
+    /// Files and directories stored.
+    pub entries: u64,
+    /// The byte quota (`limits.workspace_bytes`).
+    pub workspace_bytes: u64,
+    /// The entry quota (`limits.workspace_files`).
+    pub workspace_files: u64,
+}
+
 /// `GET /v1/sandboxes/{id}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct SandboxInfo {

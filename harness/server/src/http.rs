@@ -43,6 +43,7 @@ use crate::guard::{HostGuard, guard_requests};
 use crate::hub::{DEFAULT_TTL, Hub, MAX_TTL, spawn_periodic};
 use crate::store::{EventRow, Store, StoreError};
 
+mod files;
 mod gateway;
 pub use gateway::{GatewaySetup, parse_duration};
 
@@ -275,6 +276,7 @@ impl HttpApi {
                 get(computer_screenshot),
             )
             .merge(gateway::routes())
+            .merge(files::routes())
             .fallback(route_not_found)
             .method_not_allowed_fallback(method_not_allowed)
             .layer(middleware::from_fn_with_state(app.clone(), authenticate))
@@ -333,7 +335,8 @@ fn spawn_retention(computers: &Arc<ComputerHub>, retain: Duration) {
         create_sandbox, get_sandbox, delete_sandbox, create_execution, get_execution,
         delete_execution, execution_events, post_tool_results, cancel_execution, decide_approval,
         create_computer, get_computer, delete_computer, computer_actions, computer_trajectory,
-        computer_screenshot
+        computer_screenshot, files::put_file, files::get_file, files::list_files,
+        files::delete_file
     ),
     components(schemas(
         ErrorBody, ExecutionEvent, LoggedEvent, ComputerStep, ComputerApproval, ScreenshotBody,
@@ -1270,6 +1273,8 @@ mod tests {
             "/v1/computers/{id}/actions",
             "/v1/computers/{id}/trajectory",
             "/v1/computers/{id}/trajectory/{step}/screenshot",
+            "/v1/sandboxes/{id}/files",
+            "/v1/sandboxes/{id}/files/{path}",
         ] {
             assert!(doc["paths"].get(path).is_some(), "missing {path}");
         }

@@ -11,7 +11,9 @@ use std::time::Duration;
 use cordon_core::{Dispatcher, ToolRegistry};
 use cordon_protocol::execution::{Decision, ExecutionEvent, Language, Limits};
 use cordon_protocol::tool::ToolDeclaration;
-use cordon_sandbox::{ExecutionControl, ExecutionRequest, Sandbox, Session, SessionSpec};
+use cordon_sandbox::{
+    ExecutionControl, ExecutionRequest, Quota, Sandbox, Session, SessionSpec, Workspace,
+};
 use tokio::sync::watch;
 
 use crate::connect::Connection;
@@ -32,6 +34,8 @@ pub(crate) struct LiveSandbox {
     dispatcher: Dispatcher,
     limits: Limits,
     session: Option<Session>,
+    /// Its files (`/workspace` in the guest), kept across executions, stateful or not.
+    pub(crate) workspace: Workspace,
     ttl_ms: u64,
     expires_ms: AtomicU64,
     /// Executions started here that have not ended; a busy sandbox never expires.
@@ -160,9 +164,16 @@ impl Hub {
         let now = now_ms();
         let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
         let expires_ms = now.saturating_add(ttl_ms);
+        let workspace = Workspace::new(Quota {
+            bytes: limits.workspace_bytes,
+            files: limits.workspace_files,
+        });
         let session = stateful.then(|| {
-            self.sandbox
-                .session(SessionSpec::new(language, dispatcher.clone()).limits(limits))
+            self.sandbox.session(
+                SessionSpec::new(language, dispatcher.clone())
+                    .limits(limits)
+                    .workspace(workspace.clone()),
+            )
         });
         self.store.insert_sandbox(&SandboxRow {
             id: id.clone(),
@@ -182,6 +193,7 @@ impl Hub {
             dispatcher,
             limits,
             session,
+            workspace,
             ttl_ms,
             expires_ms: AtomicU64::new(expires_ms),
             running: AtomicUsize::new(0),
@@ -260,6 +272,7 @@ impl Hub {
             None => self.sandbox.execute(
                 ExecutionRequest::new(sandbox.language, code, sandbox.dispatcher.clone())
                     .limits(sandbox.limits)
+                    .workspace(sandbox.workspace.clone())
                     .id(id.clone()),
             ),
         };

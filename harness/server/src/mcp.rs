@@ -18,6 +18,7 @@
 //!   the same way.
 
 mod computer;
+mod files;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -32,7 +33,7 @@ use cordon_protocol::execution::{
     Decision, ExecutionEvent, ExecutionResult, ExecutionStatus, Language, Limits, ResultEncoding,
 };
 use cordon_protocol::tool::Locus;
-use cordon_sandbox::{ExecutionRequest, Sandbox, Session, SessionSpec};
+use cordon_sandbox::{ExecutionRequest, Quota, Sandbox, Session, SessionSpec, Workspace};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
     ElicitationAction, ElicitationSchema, Implementation, ListToolsResult, PaginatedRequestParams,
@@ -246,9 +247,11 @@ impl McpServer {
             )
         };
         let description = format!(
-            "Run Python or JavaScript in an isolated WebAssembly sandbox (no files, network or \
-             environment) and return stdout, stderr and the value of the last expression. \
-             Pass `session_id` to keep variables between calls (a REPL). {tools}"
+            "Run Python or JavaScript in an isolated WebAssembly sandbox (no network or \
+             environment; files only in /workspace, the working directory) and return stdout, \
+             stderr, the value of the last expression and the files the program wrote. Pass \
+             `files` to put files in /workspace first, `session_id` to keep variables and files \
+             between calls (a REPL). {tools}"
         );
         let schema = json!({
             "type": "object",
@@ -260,7 +263,18 @@ impl McpServer {
                 "code": {"type": "string", "description": "The program. Its last expression is the result."},
                 "session_id": {
                     "type": "string",
-                    "description": "Any id you choose: calls with the same id share variables and imports."
+                    "description": "Any id you choose: calls with the same id share variables, imports and files."
+                },
+                "files": {
+                    "type": "object",
+                    "description": "Files to put in /workspace before the code runs: relative path → its text, or {\"base64\": \"…\"} for bytes.",
+                    "additionalProperties": {
+                        "anyOf": [
+                            {"type": "string"},
+                            {"type": "object", "properties": {"base64": {"type": "string"}}, "required": ["base64"], "additionalProperties": false},
+                            {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"], "additionalProperties": false}
+                        ]
+                    }
                 }
             },
             "required": ["code"],
@@ -289,14 +303,22 @@ impl McpServer {
             let oldest = table.order.remove(0);
             table.by_id.remove(&oldest);
         }
-        let spec =
-            SessionSpec::new(language, self.inner.dispatcher.clone()).limits(self.inner.limits);
+        let spec = SessionSpec::new(language, self.inner.dispatcher.clone())
+            .limits(self.inner.limits)
+            .workspace(self.new_workspace());
         let session = self.inner.sandbox.session(spec);
         table
             .by_id
             .insert(id.to_owned(), (language, session.clone()));
         table.order.push(id.to_owned());
         Ok(session)
+    }
+
+    fn new_workspace(&self) -> Workspace {
+        Workspace::new(Quota {
+            bytes: self.inner.limits.workspace_bytes,
+            files: self.inner.limits.workspace_files,
+        })
     }
 
     async fn execute_code(
@@ -330,10 +352,12 @@ impl McpServer {
         };
         if let Some(key) = arguments
             .keys()
-            .find(|key| !matches!(key.as_str(), "code" | "language" | "session_id"))
+            .find(|key| !matches!(key.as_str(), "code" | "language" | "session_id" | "files"))
         {
             return Err(McpError::invalid_params(
-                format!("unknown argument `{key}`; execute_code takes language, code, session_id"),
+                format!(
+                    "unknown argument `{key}`; execute_code takes language, code, session_id, files"
+                ),
                 None,
             ));
         }
@@ -348,13 +372,10 @@ impl McpServer {
         // No approver on the request: `ask` calls park on the execution's own broker and
         // are decided below (the same path for one-off runs and shared sessions, whose
         // approver would otherwise be fixed when the session is made).
-        let execution = match arguments.get("session_id") {
-            None | Some(Value::Null) => self.inner.sandbox.execute(
-                ExecutionRequest::new(language, code, self.inner.dispatcher.clone())
-                    .limits(self.inner.limits),
-            ),
+        let session = match arguments.get("session_id") {
+            None | Some(Value::Null) => None,
             Some(Value::String(id)) => match self.session(id, language) {
-                Ok(session) => session.execute(code),
+                Ok(session) => Some(session),
                 Err(message) => {
                     return Ok(CallToolResult::error(vec![ContentBlock::text(message)]));
                 }
@@ -365,6 +386,24 @@ impl McpServer {
                     None,
                 ));
             }
+        };
+        let workspace = session
+            .as_ref()
+            .and_then(|session| session.workspace().cloned())
+            .unwrap_or_else(|| self.new_workspace());
+        if let Some(files) = arguments.get("files")
+            && let Err(message) = files::write_inputs(&workspace, files)
+        {
+            return Ok(CallToolResult::error(vec![ContentBlock::text(message)]));
+        }
+        let before = files::snapshot(&workspace);
+        let execution = match &session {
+            Some(session) => session.execute(code),
+            None => self.inner.sandbox.execute(
+                ExecutionRequest::new(language, code, self.inner.dispatcher.clone())
+                    .limits(self.inner.limits)
+                    .workspace(workspace.clone()),
+            ),
         };
 
         let (mut events, control, done) = execution.into_parts();
@@ -411,10 +450,13 @@ impl McpServer {
                 }
             }
         };
-        Ok(tool_result(
-            &result,
-            approver.refused_unasked.load(Ordering::SeqCst),
-        ))
+        let mut answer = tool_result(&result, approver.refused_unasked.load(Ordering::SeqCst));
+        files::attach(
+            &mut answer,
+            &workspace,
+            &files::written(&workspace, &before),
+        );
+        Ok(answer)
     }
 }
 

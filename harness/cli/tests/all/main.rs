@@ -12,13 +12,14 @@ use std::process::{Command, Output, Stdio};
 mod browser;
 #[cfg(feature = "desktop")]
 mod desktop;
+mod files;
 mod gateway;
 mod serve;
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-fn cordon(args: &[&str], stdin: &str) -> Output {
+pub(crate) fn cordon(args: &[&str], stdin: &str) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_cordon"))
         .args(args)
         .stdin(Stdio::piped())

@@ -507,3 +507,15 @@ fn connect_policy_must_name_a_connection() {
         "{stderr}"
     );
 }
+
+#[test]
+fn http_api_files_upload_run_download_traversal_and_quotas() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::serve(&dir.path().join("cordon.db"), &[]);
+    python("files.py", &["http", &server.url]);
+}
+
+#[test]
+fn mcp_execute_code_takes_files_and_returns_what_it_wrote() {
+    python("files.py", &["mcp", env!("CARGO_BIN_EXE_cordon")]);
+}
