@@ -19,7 +19,7 @@ use crate::gate::ElementInfo;
 use crate::image::{EncodedImage, ImageFormat, fit};
 use crate::ops::{Op, modifier_bit};
 use crate::origin::{OriginPattern, OriginPolicy};
-use crate::socks::SessionProxy;
+use crate::socks::{SessionProxy, check_url};
 use base64::Engine as _;
 use chromiumoxide::cdp::browser_protocol::browser::{
     SetDownloadBehaviorBehavior, SetDownloadBehaviorParams,
@@ -35,7 +35,7 @@ use chromiumoxide::cdp::browser_protocol::input::{
     InsertTextParams, MouseButton,
 };
 use chromiumoxide::cdp::browser_protocol::network::{
-    ErrorReason, EventLoadingFailed, EventLoadingFinished, EventRequestWillBeSent,
+    ErrorReason, EventLoadingFailed, EventLoadingFinished, EventRequestWillBeSent, ResourceType,
 };
 use chromiumoxide::cdp::browser_protocol::page::{
     CaptureScreenshotFormat, CaptureScreenshotParams, EventFileChooserOpened, EventFrameNavigated,
@@ -167,6 +167,16 @@ struct Shared {
     restart: tokio::sync::Mutex<()>,
     /// Block-lists of live sessions; the browser-wide Fetch refuses what any of them blocks.
     policies: Mutex<HashMap<u64, OriginPolicy>>,
+    /// BrowserContext id → session id of live sessions, so the request guard knows whose
+    /// page a navigation comes from.
+    contexts: Mutex<HashMap<String, u64>>,
+    /// Navigations of a session's pages the request guard refused, not reported yet.
+    refused: Mutex<HashMap<u64, Vec<RefusedNavigation>>>,
+    /// Sessions with a `Page.navigate` of their own in flight. chromiumoxide holds every
+    /// later `Page.navigate` of the page until that one loads, which a cancelled
+    /// navigation never does: a refusal during it is failed instead (an error page loads)
+    /// and the session goes back in its history (see `leave_error_page`).
+    navigating: Mutex<HashSet<u64>>,
     opts: BrowserOptions,
 }
 
@@ -181,6 +191,35 @@ struct Life {
     history: HashMap<u64, String>,
     /// Handler pump, watchdog and fetch guard of the current process.
     tasks: Vec<JoinHandle<()>>,
+}
+
+/// A navigation of a session's page that the request guard refused before it left.
+#[derive(Debug, Clone)]
+struct RefusedNavigation {
+    url: String,
+    reason: String,
+    /// A popup whose first document this was: the guard closed it, so the session stays
+    /// on its opener instead of following a blank window.
+    closed_popup: Option<String>,
+    /// Failed rather than cancelled (the session's own `Page.navigate` was in flight):
+    /// an error page loads, and the session goes back from it.
+    error_page: bool,
+}
+
+/// What the request guard knows of a session's page.
+struct GuardedPage {
+    session: u64,
+    /// The first page of the session's context (its own page, never closed here).
+    own: bool,
+    /// A document of this page was let through.
+    loaded: bool,
+}
+
+/// Most refused navigations kept per session between two steps.
+const MAX_REFUSED: usize = 20;
+
+fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Shared {
@@ -328,6 +367,9 @@ impl Browser {
             lost_tx: tokio::sync::watch::Sender::new(0),
             restart: tokio::sync::Mutex::new(()),
             policies: Mutex::new(HashMap::new()),
+            contexts: Mutex::new(HashMap::new()),
+            refused: Mutex::new(HashMap::new()),
+            navigating: Mutex::new(HashSet::new()),
             opts,
         });
         let this = Self { shared };
@@ -438,8 +480,23 @@ impl Browser {
     }
 
     /// Browser-wide request interception: covers every page, popup and context.
+    ///
+    /// Every request is checked against the block-lists of all sessions. A main-frame
+    /// navigation of a session's page is also checked against that session's whole policy
+    /// (allow-list, and the private-network rule on the addresses its host resolves to),
+    /// and a refused one is cancelled (`Aborted`) rather than failed: Chromium then commits
+    /// no error page and the page stays where it was, and the session reports the refusal
+    /// in the step ([`Backend::take_refusal`]).
     async fn start_fetch_guard(&self) -> Result<()> {
         let browser = self.shared.browser.read().await;
+        let mut created = browser
+            .event_listener::<EventTargetCreated>()
+            .await
+            .map_err(cdp)?;
+        let mut destroyed = browser
+            .event_listener::<EventTargetDestroyed>()
+            .await
+            .map_err(cdp)?;
         let mut paused = browser
             .event_listener::<EventRequestPaused>()
             .await
@@ -458,24 +515,106 @@ impl Browser {
         drop(browser);
         let shared = Arc::downgrade(&self.shared);
         let task = tokio::spawn(async move {
-            while let Some(ev) = paused.next().await {
+            // Page target id (= its main frame id) → its session.
+            let pages: Arc<Mutex<HashMap<String, GuardedPage>>> = Arc::default();
+            loop {
+                // Target events first: a page's navigation is never seen before the page.
+                let ev = tokio::select! {
+                    biased;
+                    Some(ev) = created.next() => {
+                        let info = &ev.target_info;
+                        if info.r#type == "page"
+                            && let Some(context) = &info.browser_context_id
+                            && let Some(shared) = shared.upgrade()
+                            && let Some(&session) = locked(&shared.contexts).get(context.inner())
+                        {
+                            let mut pages = locked(&pages);
+                            let own = !pages.values().any(|p| p.session == session);
+                            pages.insert(
+                                info.target_id.inner().clone(),
+                                GuardedPage { session, own, loaded: false },
+                            );
+                        }
+                        continue;
+                    }
+                    Some(ev) = destroyed.next() => {
+                        locked(&pages).remove(ev.target_id.inner());
+                        continue;
+                    }
+                    Some(ev) = paused.next() => ev,
+                    else => break,
+                };
                 let Some(shared) = shared.upgrade() else {
                     break;
                 };
-                let refused = {
-                    let policies = shared.policies.lock().unwrap_or_else(|p| p.into_inner());
-                    policies
-                        .values()
-                        .find_map(|p| p.check_blocklist(&ev.request.url).err())
+                let frame = ev.frame_id.inner().clone();
+                let session = (ev.resource_type == ResourceType::Document)
+                    .then(|| locked(&pages).get(&frame).map(|p| p.session))
+                    .flatten();
+                let pages = Arc::clone(&pages);
+                let (blocked, policy) = {
+                    let policies = locked(&shared.policies);
+                    (
+                        policies
+                            .values()
+                            .find_map(|p| p.check_blocklist(&ev.request.url).err()),
+                        session.and_then(|s| policies.get(&s).cloned()),
+                    )
                 };
-                let shared2 = Arc::clone(&shared);
                 let id = ev.request_id.clone();
+                let url = ev.request.url.clone();
                 // Answer without blocking the loop on the round trip.
                 tokio::spawn(async move {
-                    let browser = shared2.browser.read().await;
-                    let _answered = match refused {
-                        Some(_) => browser
-                            .execute(FailRequestParams::new(id, ErrorReason::BlockedByClient))
+                    let refusal = match (blocked, &policy) {
+                        (Some(r), _) => Some(r),
+                        (None, Some(policy)) => check_url(policy, &url).await.err(),
+                        (None, None) => None,
+                    };
+                    let mut close = None;
+                    let reason = match (refusal, session) {
+                        (Some(refusal), Some(session)) => {
+                            let blank_popup = locked(&pages)
+                                .get(&frame)
+                                .is_some_and(|p| !p.own && !p.loaded);
+                            if blank_popup {
+                                close = Some(frame.clone());
+                            }
+                            let error_page =
+                                !blank_popup && locked(&shared.navigating).contains(&session);
+                            let mut refused = locked(&shared.refused);
+                            let list = refused.entry(session).or_default();
+                            if list.len() < MAX_REFUSED {
+                                list.push(RefusedNavigation {
+                                    url,
+                                    reason: refusal.0,
+                                    closed_popup: close.clone(),
+                                    error_page,
+                                });
+                            }
+                            Some(if error_page {
+                                ErrorReason::BlockedByClient
+                            } else {
+                                ErrorReason::Aborted
+                            })
+                        }
+                        (Some(_), None) => Some(ErrorReason::BlockedByClient),
+                        (None, Some(_)) => {
+                            if let Some(page) = locked(&pages).get_mut(&frame) {
+                                page.loaded = true;
+                            }
+                            None
+                        }
+                        (None, None) => None,
+                    };
+                    let browser = shared.browser.read().await;
+                    if let Some(target) = close {
+                        let _closed = browser
+                            .execute(CloseTargetParams::new(TargetId::new(target)))
+                            .await;
+                    }
+                    let _answered = match reason {
+                        Some(reason) => browser
+                            .execute(FailRequestParams::new(id, reason))
                             .await
                             .map(|_| ()),
                         None => browser
@@ -519,11 +658,10 @@ impl Browser {
     }
 
     fn forget(&self, id: u64) {
-        self.shared
-            .policies
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&id);
+        locked(&self.shared.policies).remove(&id);
+        locked(&self.shared.contexts).retain(|_, s| *s != id);
+        locked(&self.shared.refused).remove(&id);
+        locked(&self.shared.navigating).remove(&id);
     }
 
     async fn open(
@@ -548,6 +686,7 @@ impl Browser {
             })
             .await
             .map_err(cdp)?;
+        locked(&self.shared.contexts).insert(context.inner().clone(), id);
         let (behavior, path) = match &opts.downloads {
             Some(dir) => (
                 SetDownloadBehaviorBehavior::AllowAndName,
@@ -847,7 +986,13 @@ impl NetWatch {
                 self.inflight.clear();
             }
             NetEvent::FrameStop(f) if f == self.main_frame => self.loading = false,
-            NetEvent::Url(f, url) if f == self.main_frame => self.url = Some(url),
+            NetEvent::Url(f, url) if f == self.main_frame => {
+                // An error page committed: the request it replaces never reports back.
+                if url.starts_with("chrome-error:") {
+                    self.inflight.clear();
+                }
+                self.url = Some(url);
+            }
             NetEvent::FileChooser { input, multiple } => self.choosers.push((input, multiple)),
             _ => {}
         }
@@ -1151,7 +1296,7 @@ impl BrowserSession {
     /// opener is hidden from then on (Chromium stops drawing it), so staying on it would
     /// leave the model with a stale or missing screenshot.
     async fn follow(&mut self, target: TargetId, deadline: tokio::time::Instant) -> Result<()> {
-        if &target == self.page.target_id() {
+        if &target == self.page.target_id() || self.popup_refused(&target) {
             return Ok(());
         }
         // chromiumoxide registers the page once it has attached to the new target.
@@ -1166,19 +1311,53 @@ impl BrowserSession {
                 .await;
             match found {
                 Ok(p) => break p,
+                Err(_) if self.popup_refused(&target) => return Ok(()),
                 Err(_) if tokio::time::Instant::now() < deadline => {
                     tokio::time::sleep(Duration::from_millis(10)).await;
                 }
                 Err(e) => return Err(cdp(format!("popup never became ready: {e}"))),
             }
         };
-        prepare_page(&page, self.viewport, self.dpr).await?;
-        self.net = NetWatch::new(&page).await?;
+        let ready = async {
+            prepare_page(&page, self.viewport, self.dpr).await?;
+            NetWatch::new(&page).await
+        };
+        self.net = match ready.await {
+            Ok(net) => net,
+            // Closed under us: its first document was refused.
+            Err(_) if self.popup_refused(&target) => return Ok(()),
+            Err(e) => return Err(e),
+        };
         // The popup may already be loading; treat it as such until it reports stopping.
         self.net.loading = true;
         let old = std::mem::replace(&mut self.page, page);
         self.earlier_pages.push(old);
         Ok(())
+    }
+
+    /// Goes back to the opener when the page followed is a popup the request guard closed
+    /// (its first document was refused). Returns whether it did.
+    async fn leave_refused_popup(&mut self) -> Result<bool> {
+        if !self.popup_refused(self.page.target_id()) {
+            return Ok(false);
+        }
+        let Some(opener) = self.earlier_pages.pop() else {
+            return Ok(false);
+        };
+        self.net = NetWatch::new(&opener).await?;
+        self.page = opener;
+        Ok(true)
+    }
+
+    /// Whether the request guard closed popup `target` because its first document was
+    /// refused (the session stays on its opener).
+    fn popup_refused(&self, target: &TargetId) -> bool {
+        locked(&self.browser.shared.refused)
+            .get(&self.id)
+            .is_some_and(|l| {
+                l.iter()
+                    .any(|r| r.closed_popup.as_deref() == Some(target.inner()))
+            })
     }
 
     /// Closes the page and disposes of the context (cookies, storage, cache go with it).
@@ -1329,9 +1508,16 @@ impl BrowserSession {
                 // waits for the load like for any other action. A failed navigation shows
                 // Chromium's error page, which the model sees; it is not a session fault.
                 let page = self.page.clone();
+                let shared = Arc::clone(&self.browser.shared);
+                let id = self.id;
+                locked(&shared.navigating).insert(id);
                 let mut nav = tokio::spawn({
                     let url = url.clone();
-                    async move { page.execute(NavigateParams::new(url)).await.map(|_| ()) }
+                    async move {
+                        let done = page.execute(NavigateParams::new(url)).await.map(|_| ());
+                        locked(&shared.navigating).remove(&id);
+                        done
+                    }
                 });
                 let deadline = tokio::time::Instant::now() + self.settle_cap;
                 loop {
@@ -1385,6 +1571,44 @@ impl BrowserSession {
     /// frame after next and cost a whole frame (~15 ms in the bench), while such work nearly
     /// always lands before the frame the capture waits for anyway.
     async fn settle_inner(&mut self, defer_timers: bool) -> Result<bool> {
+        let settled = self.settle_once(defer_timers).await?;
+        if self.leave_error_page().await? {
+            return self.settle_once(false).await;
+        }
+        Ok(settled)
+    }
+
+    /// After the guard refused a redirect of the session's own navigation, the page shows
+    /// Chromium's error page: go back to the entry before it. Returns whether it did.
+    async fn leave_error_page(&mut self) -> Result<bool> {
+        let error_page = locked(&self.browser.shared.refused)
+            .get_mut(&self.id)
+            .and_then(|l| l.iter_mut().find(|r| r.error_page))
+            .map(|r| r.error_page = false)
+            .is_some();
+        if !error_page {
+            return Ok(false);
+        }
+        let h = self
+            .page
+            .execute(GetNavigationHistoryParams::default())
+            .await
+            .map_err(cdp)?;
+        let Some(entry) = usize::try_from(h.result.current_index - 1)
+            .ok()
+            .and_then(|i| h.result.entries.get(i))
+        else {
+            return Ok(false);
+        };
+        self.page
+            .execute(NavigateToHistoryEntryParams::new(entry.id))
+            .await
+            .map_err(cdp)?;
+        self.needs_frame = true;
+        Ok(true)
+    }
+
+    async fn settle_once(&mut self, defer_timers: bool) -> Result<bool> {
         let deadline = tokio::time::Instant::now() + self.settle_cap;
         self.scroll_hint = None;
         self.deferred_turn = false;
@@ -1436,12 +1660,17 @@ impl BrowserSession {
             self.scroll_hint = scroll;
         }
         while !self.net.quiet() {
-            match tokio::time::timeout_at(deadline, self.net.events.next()).await {
+            // Wakes now and then to notice a popup the request guard closed.
+            let wake = deadline.min(tokio::time::Instant::now() + Duration::from_millis(50));
+            match tokio::time::timeout_at(wake, self.net.events.next()).await {
                 Ok(Some(ev)) => {
                     self.net.apply(ev);
                     self.net.drain();
                 }
+                Ok(None) if self.leave_refused_popup().await? => {}
                 Ok(None) => return Err(Error::SessionClosed("page event stream ended".into())),
+                Err(_) if self.leave_refused_popup().await? => {}
+                Err(_) if tokio::time::Instant::now() < deadline => {}
                 Err(_) => {
                     // Cap reached (long poll, streaming, endless loading): capture anyway.
                     self.net.inflight.clear();
@@ -1459,6 +1688,10 @@ impl BrowserSession {
         plan: &CapturePlan,
         format: ImageFormat,
     ) -> Result<EncodedImage> {
+        if self.leave_refused_popup().await? {
+            self.deferred_turn = false;
+            self.scroll_hint = None;
+        }
         if !std::mem::take(&mut self.deferred_turn) {
             return Ok(self.capture_once(plan, format).await?.0);
         }
@@ -1590,6 +1823,15 @@ impl BrowserSession {
 impl Backend for BrowserSession {
     fn name(&self) -> &'static str {
         "browser"
+    }
+
+    fn take_refusal(&mut self) -> Option<ActionError> {
+        let refused = locked(&self.browser.shared.refused).remove(&self.id)?;
+        let first = refused.into_iter().next()?;
+        Some(ActionError::Blocked {
+            url: first.url,
+            reason: first.reason,
+        })
     }
 
     fn take_notes(&mut self) -> Vec<String> {

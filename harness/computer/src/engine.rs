@@ -56,6 +56,12 @@ pub trait Backend {
     fn take_notes(&mut self) -> Vec<String> {
         Vec::new()
     }
+    /// A navigation the page started during the step (a link, a form, a redirect, a
+    /// script) that the session's policy refused before it left. The page stays where it
+    /// was; the step reports the refusal with status `error`.
+    fn take_refusal(&mut self) -> Option<ActionError> {
+        None
+    }
 }
 
 /// How a step ended.
@@ -479,7 +485,20 @@ impl<B: Backend> Computer<B> {
             let text = report.text.take().into_iter().chain(notes);
             report.text = Some(text.collect::<Vec<_>>().join("\n"));
         }
-        report.current_url = Some(self.backend.current_url().await?);
+        let current = self.backend.current_url().await?;
+        if let Some(refusal) = self.backend.take_refusal() {
+            let line = match &refusal {
+                ActionError::Blocked { url, reason } => {
+                    format!("Cordon refused to open {url}: {reason}. The page stays on {current}.")
+                }
+                other => format!("{other}. The page stays on {current}."),
+            };
+            report.status = Status::Error;
+            report.error = Some(refusal.to_string());
+            let text = report.text.take().into_iter().chain([line]);
+            report.text = Some(text.collect::<Vec<_>>().join("\n"));
+        }
+        report.current_url = Some(current);
         report.timings_ms.total = ms(t0);
         self.finish(report, &call, raw, None).await
     }

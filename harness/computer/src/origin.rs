@@ -277,6 +277,25 @@ impl OriginPolicy {
         Ok(())
     }
 
+    /// The host name and port whose resolved addresses decide whether `raw` may load,
+    /// when the private-network rule applies to it: `None` for URLs that are refused or
+    /// allowed by [`check`](Self::check) alone (an address, a `localhost` name, an exempt
+    /// origin, a non-web scheme).
+    pub(crate) fn endpoint_to_resolve(&self, raw: &str) -> Option<(String, u16)> {
+        let url = Url::parse(raw).ok()?;
+        if !matches!(url.scheme(), "http" | "https" | "ws" | "wss") || self.private_exempt(&url) {
+            return None;
+        }
+        let Host::Domain(_) = url.host()? else {
+            return None;
+        };
+        let host = canonical_host(&url)?;
+        if is_localhost_name(&host) {
+            return None;
+        }
+        Some((host, url.port_or_known_default()?))
+    }
+
     /// Whether `url` may be reached at a private-network address.
     fn private_exempt(&self, url: &Url) -> bool {
         self.allow_private_network

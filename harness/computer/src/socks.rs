@@ -12,7 +12,7 @@
 //! changes its answer between a check and Chromium's own lookup (DNS rebinding) gains
 //! nothing. Refusals are kept for the session to tell the model.
 
-use crate::origin::OriginPolicy;
+use crate::origin::{OriginPolicy, Refusal};
 use crate::private_net::is_localhost_name;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
@@ -117,6 +117,31 @@ async fn resolve(host: &str, port: u16) -> std::io::Result<Vec<IpAddr>> {
         .await
         .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))??;
     Ok(found.map(|a| a.ip()).collect())
+}
+
+/// The checks the proxy would make on a connection to `url`'s host, made before the
+/// request leaves: the URL itself ([`OriginPolicy::check`]), then, when the
+/// private-network rule applies to its host name, every address the name resolves to
+/// (refused when no address passes, as the proxy would). A name that does not resolve
+/// passes here; the proxy answers it.
+pub(crate) async fn check_url(policy: &OriginPolicy, url: &str) -> Result<(), Refusal> {
+    policy.check(url)?;
+    let Some((host, port)) = policy.endpoint_to_resolve(url) else {
+        return Ok(());
+    };
+    let Ok(addrs) = resolve(&host, port).await else {
+        return Ok(());
+    };
+    let mut refused = None;
+    for ip in addrs {
+        match policy.check_address(&host, port, ip) {
+            Ok(()) => return Ok(()),
+            Err(refusal) => {
+                refused.get_or_insert(refusal);
+            }
+        }
+    }
+    refused.map_or(Ok(()), Err)
 }
 
 /// One client connection: handshake, check, then relay until either side closes.

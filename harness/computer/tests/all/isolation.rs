@@ -27,11 +27,17 @@ async fn allow_list_blocks_navigation_redirects_popups_and_websockets() {
             assert_eq!(r.status, Status::Error, "{bad}");
             assert!(r.error.as_deref().unwrap().contains("scheme is not allowed"), "{bad}: {r:?}");
         }
-        // a redirect to the blocked origin
-        ok_step(&mut c, Vendor::Gemini, json!({"name": "navigate", "args": {"url": server.url("/redirect")}})).await;
-        // a popup to the blocked origin
+        // a redirect to the blocked origin: refused, and the page stays
+        let r = step(&mut c, Vendor::Gemini, json!({"name": "navigate", "args": {"url": server.url("/redirect")}})).await;
+        assert_eq!(r.status, Status::Error);
+        assert!(r.error.as_deref().unwrap().contains("not on the allow-list"), "{r:?}");
+        assert_eq!(r.current_url, Some(server.url("/form")));
+        // a popup to the blocked origin: refused and closed; the session stays on its opener
         ok_step(&mut c, Vendor::Gemini, json!({"name": "navigate", "args": {"url": server.url("/popup")}})).await;
-        ok_step(&mut c, Vendor::Anthropic, json!({"action": "left_click", "coordinate": [50, 40]})).await;
+        let r = step(&mut c, Vendor::Anthropic, json!({"action": "left_click", "coordinate": [50, 40]})).await;
+        assert_eq!(r.status, Status::Error, "{r:?}");
+        assert!(r.error.as_deref().unwrap().contains(&blocked.url("/popped")), "{r:?}");
+        assert_eq!(r.current_url, Some(server.url("/popup")));
         // a WebSocket to the blocked origin
         ok_step(&mut c, Vendor::Gemini, json!({"name": "navigate", "args": {"url": server.url("/ws")}})).await;
         let state = c.backend().eval(
@@ -64,19 +70,26 @@ async fn block_list_refuses_redirects_popups_and_websockets() {
             vec![OriginPattern::parse(&blocked.origin()).unwrap()],
         );
         let mut c = computer(&browser, opts, Rules::allow_all()).await;
-        ok_step(
+        // A popup to the blocked origin is closed as it opens; the session stays on the
+        // opener and the step says why.
+        let r = step(
             &mut c,
             Vendor::Anthropic,
             json!({"action": "left_click", "coordinate": [50, 40]}),
         )
         .await;
-        let r = ok_step(
+        assert_eq!(r.status, Status::Error);
+        assert!(r.error.as_deref().unwrap().contains("block-list"), "{r:?}");
+        assert_eq!(r.current_url, Some(server.url("/popup")));
+        assert_eq!(c.backend().open_pages(), 1);
+        let r = step(
             &mut c,
             Vendor::Gemini,
             json!({"name": "navigate", "args": {"url": server.url("/redirect")}}),
         )
         .await;
-        assert_ne!(r.current_url, Some(blocked.url("/redirected")));
+        assert_eq!(r.status, Status::Error);
+        assert_eq!(r.current_url, Some(server.url("/popup")));
         // WebSockets, which the browser-wide request guard does not see: from the page and
         // from a worker, both refused by the session's proxy.
         ok_step(
@@ -203,14 +216,18 @@ async fn private_networks_are_refused_by_default_and_the_model_is_told_why() {
             assert_eq!(r.status, Status::Error, "{url}");
             assert!(r.error.as_deref().unwrap().contains("private-network address"), "{url}: {r:?}");
         }
-        // A redirect to it: the page shows an error, and the step's text says why.
-        let r = ok_step(&mut c, Vendor::Gemini, json!({"name": "navigate", "args": {"url": server.url("/redirect")}})).await;
+        // A redirect to it: refused before it leaves; the page stays, and the step says why.
+        let r = step(&mut c, Vendor::Gemini, json!({"name": "navigate", "args": {"url": server.url("/redirect")}})).await;
+        assert_eq!(r.status, Status::Error);
         let text = r.text.clone().unwrap_or_default();
-        assert!(text.contains(&format!("refused a connection to 127.0.0.1:{port}")), "{r:?}");
+        assert!(text.contains(&format!("refused to open http://127.0.0.1:{port}/redirected")), "{r:?}");
         assert!(text.contains("private-network address (loopback)"), "{text}");
+        assert_eq!(r.current_url, Some(server.url("/form")));
         // A popup, a WebSocket, a subresource and a worker, each under several names.
         ok_step(&mut c, Vendor::Gemini, json!({"name": "navigate", "args": {"url": server.url("/popup")}})).await;
-        ok_step(&mut c, Vendor::Anthropic, json!({"action": "left_click", "coordinate": [50, 40]})).await;
+        let r = step(&mut c, Vendor::Anthropic, json!({"action": "left_click", "coordinate": [50, 40]})).await;
+        assert_eq!(r.status, Status::Error);
+        assert!(r.error.as_deref().unwrap().contains("private-network address"), "{r:?}");
         ok_step(&mut c, Vendor::Gemini, json!({"name": "navigate", "args": {"url": server.url("/ws")}})).await;
         assert_ne!(c.backend().eval(WS_STATE_JS).await.unwrap(), "open");
         let mut names = vec![
@@ -399,6 +416,78 @@ async fn a_window_storm_is_capped_and_other_sessions_keep_stepping() {
         )
         .await;
         calm.into_backend().close().await.unwrap();
+    })
+    .await;
+}
+
+/// A link, a form or a script that navigates the page somewhere the policy refuses is
+/// reported in the step (status `error`, the URL and the rule), and the page stays where
+/// it was instead of showing Chromium's error page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_navigation_is_reported_and_the_page_stays() {
+    let blocked = PageServer::start(None).await;
+    let server = PageServer::start(Some(blocked.addr)).await;
+    with_browser(|browser| async move {
+        let form = server.url("/form");
+        let mut opts = page_opts(1.0, form.clone());
+        opts.policy = allow(&[&server.origin()]);
+        let mut c = computer(&browser, opts, Rules::allow_all()).await;
+        // The `Elsewhere` link (CSS 100..300 × 400..440) leads to the other server.
+        let r = step(
+            &mut c,
+            Vendor::Anthropic,
+            json!({"action": "left_click", "coordinate": [160, 336]}),
+        )
+        .await;
+        assert_eq!(r.status, Status::Error, "{r:?}");
+        let error = r.error.clone().unwrap();
+        assert!(error.contains(&blocked.url("/landing")), "{error}");
+        assert!(error.contains("not on the allow-list"), "{error}");
+        let text = r.text.clone().unwrap_or_default();
+        assert!(text.contains(&format!("stays on {form}")), "{text}");
+        assert_eq!(r.current_url.as_deref(), Some(form.as_str()));
+        assert!(r.screenshot.is_some());
+        assert_eq!(eval(&c, "location.href").await, json!(form));
+        // A script navigation and a redirect are refused the same way.
+        let away = blocked.url("/scripted");
+        eval(
+            &c,
+            &format!("setTimeout(() => location.href = '{away}', 0), 1"),
+        )
+        .await;
+        let r = step(
+            &mut c,
+            Vendor::Anthropic,
+            json!({"action": "wait", "duration": 0.2}),
+        )
+        .await;
+        assert_eq!(r.status, Status::Error, "{r:?}");
+        assert!(r.error.clone().unwrap().contains(&away), "{r:?}");
+        assert_eq!(eval(&c, "location.href").await, json!(form));
+        let r = step(
+            &mut c,
+            Vendor::Gemini,
+            json!({"name": "navigate", "args": {"url": server.url("/redirect")}}),
+        )
+        .await;
+        assert_eq!(r.status, Status::Error, "{r:?}");
+        assert!(
+            r.error
+                .clone()
+                .unwrap()
+                .contains(&blocked.url("/redirected")),
+            "{r:?}"
+        );
+        assert_eq!(r.current_url.as_deref(), Some(form.as_str()));
+        // The session goes on: the next step is fine and reports nothing old.
+        let r = ok_step(&mut c, Vendor::Anthropic, json!({"action": "screenshot"})).await;
+        assert!(r.text.is_none(), "{r:?}");
+        assert_eq!(
+            blocked.hits(),
+            Vec::<String>::new(),
+            "the blocked origin was reached"
+        );
+        c.into_backend().close().await.unwrap();
     })
     .await;
 }
