@@ -911,6 +911,7 @@ fn load_runtime<'js>(ctx: &Ctx<'js>) -> rquickjs::Result<Hooks> {
                 [
                     "tools",
                     "ToolError",
+                    "fs",
                     "setTimeout",
                     "clearTimeout",
                     "setInterval",
@@ -964,6 +965,7 @@ fn install_globals<'js>(
         },
     )?;
     call.set_name("call")?;
+    crate::fs::install(ctx)?;
     Ok(Persistent::save(ctx, call))
 }
 

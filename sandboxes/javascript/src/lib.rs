@@ -11,7 +11,10 @@
 //! object (`await get_weather({city: "Paris"})`, `await server.tool({...})`), a `tools`
 //! object with the same functions plus `tools.call(name, args)` (synchronous) and
 //! `tools.ToolError`, top-level `await`, `console`, `setTimeout`/`setInterval`,
-//! `structuredClone`. Tool calls awaited together (`Promise.all`) leave as one batch.
+//! `structuredClone`, and `fs` (node-like synchronous file functions over `/workspace`).
+//! Tool calls awaited together (`Promise.all`) leave as one batch.
 
+#[cfg(target_family = "wasm")]
+mod fs;
 #[cfg(target_family = "wasm")]
 mod image;

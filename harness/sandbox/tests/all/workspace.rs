@@ -291,3 +291,49 @@ async fn a_session_keeps_its_files_and_open_handles() {
     completed(&second);
     assert_eq!(second.result, json!(["one\ntwo\n", "from the host"]));
 }
+
+#[tokio::test]
+async fn javascript_has_a_node_like_fs() {
+    let workspace = workspace();
+    workspace.write("in.csv", b"a,b\n1,2\n").unwrap();
+    let result = run_in(
+        Language::Javascript,
+        &workspace,
+        r#"
+const rows = fs.readFileSync("in.csv", "utf8").trim().split("\n").map(l => l.split(","));
+fs.mkdirSync("out/deep", {recursive: true});
+fs.writeFileSync("out/rows.json", JSON.stringify(rows));
+fs.appendFileSync("out/rows.json", "\n");
+fs.writeFileSync("out/bytes.bin", new Uint8Array([0, 1, 255]));
+const codes = [];
+for (const attempt of [
+    () => fs.readFileSync("missing.txt"),
+    () => fs.readFileSync("/etc/passwd"),
+    () => fs.readFileSync("../outside"),
+]) {
+    try { attempt(); codes.push("allowed"); } catch (e) { codes.push(e.code); }
+}
+const bytes = fs.readFileSync("out/bytes.bin");
+[fs.readdirSync("out"), Array.from(bytes), fs.statSync("out").isDirectory(),
+ fs.statSync("in.csv").size, fs.existsSync("nope"), codes]
+"#,
+        Limits::default(),
+    )
+    .await;
+    completed(&result);
+    assert_eq!(
+        result.result,
+        json!([
+            ["bytes.bin", "deep", "rows.json"],
+            [0, 1, 255],
+            true,
+            8,
+            false,
+            ["ENOENT", "ENOENT", "ENOTCAPABLE"]
+        ])
+    );
+    assert_eq!(
+        workspace.read("out/rows.json").unwrap(),
+        b"[[\"a\",\"b\"],[\"1\",\"2\"]]\n"
+    );
+}
