@@ -49,7 +49,9 @@ use std::time::Duration;
 
 use cordon_core::{Dispatcher, ToolRegistry};
 use cordon_protocol::conversation::Turn;
-use cordon_protocol::conversation::stream::{Event, anthropic_events};
+use cordon_protocol::conversation::stream::{
+    Event, anthropic_events, chat_events, responses_events,
+};
 use cordon_sandbox::Sandbox;
 use serde_json::Value;
 
@@ -228,12 +230,13 @@ impl Gateway {
     }
 
     /// The reply to a request body that could not be read at all (not JSON, not an
-    /// object): a 400 `invalid_request_error` in a conversation of its own.
-    pub fn reject(&self, message: &str) -> MessagesReply {
-        run::reject(&self.inner, message)
+    /// object): a 400 `invalid_request_error` in `api`'s shape, in a conversation of its own.
+    pub fn reject(&self, api: Api, message: &str) -> MessagesReply {
+        run::reject(&self.inner, api, message)
     }
 
-    /// Answers one `POST /v1/messages` request.
+    /// Answers one client request: `POST /v1/messages`, `/v1/chat/completions` or
+    /// `/v1/responses` (the call's [`MessagesCall::api`]).
     pub async fn messages(&self, call: MessagesCall) -> MessagesReply {
         run::messages(&self.inner, call).await
     }
@@ -258,6 +261,8 @@ pub struct MessagesCall {
     pub conversation: Option<String>,
     /// `x-cordon-computer`: a computer id or a URL to open one on.
     pub computer: Option<String>,
+    /// The API the client speaks (the body's shape, the answer's, the errors').
+    pub api: Api,
 }
 
 impl MessagesCall {
@@ -268,7 +273,14 @@ impl MessagesCall {
             credential: None,
             conversation: None,
             computer: None,
+            api: Api::Anthropic,
         }
+    }
+
+    /// Sets the API the client speaks.
+    pub fn api(mut self, api: Api) -> Self {
+        self.api = api;
+        self
     }
 
     /// Sets the client's credential.
@@ -308,12 +320,22 @@ pub struct MessagesReply {
     pub computer: Option<String>,
     /// The client asked for a stream.
     pub stream: bool,
+    /// The API the client speaks.
+    pub api: Api,
 }
 
 impl MessagesReply {
-    /// The response as Anthropic stream events (successful replies).
+    /// The response as stream events of the client's API (successful replies). Chat's
+    /// events have no name and end with the `[DONE]` string.
     pub fn events(&self) -> Vec<Event> {
-        self.turn.as_ref().map(anthropic_events).unwrap_or_default()
+        let Some(turn) = &self.turn else {
+            return Vec::new();
+        };
+        match self.api {
+            Api::Anthropic => anthropic_events(turn),
+            Api::OpenaiChat => chat_events(turn),
+            Api::OpenaiResponses => responses_events(turn),
+        }
     }
 }
 

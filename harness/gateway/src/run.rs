@@ -16,12 +16,13 @@ use cordon_core::{ApproveListed, CallContext, Dispatcher, ToolRegistry};
 use cordon_protocol::conversation::{
     ContentBlock, Extra, FunctionTool, ImageSource, Message, Request, Role, StopReason, ToolCall,
     ToolCaller, ToolDefinition, ToolResult, ToolResultContent, Turn, Usage, Vendor, anthropic,
-    encode_error, validate_pairing,
+    chat, encode_error, responses, validate_pairing,
 };
 use cordon_protocol::execution::ClientToolResult;
 use cordon_protocol::tool::{HandlerSpec, Policy, ToolDeclaration};
 use serde_json::{Value, json};
 
+use crate::Api;
 use crate::kept::Kept;
 use crate::ptc::{self, Container, Outcome, ProgramCall};
 use crate::record::{Entry, request_record};
@@ -70,6 +71,8 @@ struct Ptc {
 /// Everything one request carries through the loop.
 struct Run<'a> {
     gw: &'a Inner,
+    /// The API the client speaks.
+    api: Api,
     conversation: String,
     credential: Option<crate::Credential>,
     base: Request,
@@ -94,11 +97,12 @@ pub(crate) async fn messages(gw: &Inner, call: MessagesCall) -> MessagesReply {
     );
     let started = Instant::now();
     let stream = call.body.get("stream") == Some(&Value::Bool(true));
+    let api = call.api;
     let mut computer_id = None;
     let outcome = handle(gw, &conversation, call, &mut computer_id).await;
     let reply = match outcome {
         Ok((turn, stop)) => {
-            let body = anthropic::encode_response(&turn);
+            let body = encode_response(api, &turn);
             MessagesReply {
                 status: 200,
                 body,
@@ -107,6 +111,7 @@ pub(crate) async fn messages(gw: &Inner, call: MessagesCall) -> MessagesReply {
                 stop,
                 computer: computer_id,
                 stream,
+                api,
             }
         }
         Err(error) => {
@@ -117,7 +122,7 @@ pub(crate) async fn messages(gw: &Inner, call: MessagesCall) -> MessagesReply {
                     json!({"status": error.status, "type": error.kind, "message": error.message}),
                 ),
             );
-            let body = encode_error(Vendor::Anthropic, error.status, error.kind, &error.message);
+            let body = encode_error(api.vendor(), error.status, error.kind, &error.message);
             MessagesReply {
                 status: body.status,
                 body: body.body,
@@ -126,19 +131,23 @@ pub(crate) async fn messages(gw: &Inner, call: MessagesCall) -> MessagesReply {
                 stop: None,
                 computer: computer_id,
                 stream,
+                api,
             }
         }
     };
+    // Recorded in one shape (Anthropic's) whatever the client speaks.
+    let canonical = reply.turn.as_ref().map(anthropic::encode_response);
+    let field = |name: &str| canonical.as_ref().and_then(|c| c.get(name)).cloned();
     gw.recorder.record(
         &conversation,
         Entry::new(
             "response",
             json!({
                 "status": reply.status,
-                "stop_reason": reply.body.get("stop_reason"),
+                "stop_reason": field("stop_reason"),
                 "stop": reply.stop,
-                "content": reply.body.get("content"),
-                "container": reply.body.get("container"),
+                "content": field("content"),
+                "container": field("container"),
             }),
         )
         .took(started),
@@ -146,12 +155,29 @@ pub(crate) async fn messages(gw: &Inner, call: MessagesCall) -> MessagesReply {
     reply
 }
 
+fn encode_response(api: Api, turn: &Turn) -> Value {
+    match api {
+        Api::Anthropic => anthropic::encode_response(turn),
+        Api::OpenaiChat => chat::encode_response(turn),
+        Api::OpenaiResponses => responses::encode_response(turn),
+    }
+}
+
+/// The id prefix of a response in `api` (`msg_…`, `chatcmpl-…`, `resp_…`).
+fn response_id(api: Api) -> String {
+    match api {
+        Api::Anthropic => fresh_id("msg"),
+        Api::OpenaiChat => fresh_id("chatcmpl").replacen('_', "-", 1),
+        Api::OpenaiResponses => fresh_id("resp"),
+    }
+}
+
 /// A request refused before it could be read (a body that is not JSON): a conversation
 /// of its own records the error, so the reply carries an id like every other.
-pub(crate) fn reject(gw: &Inner, message: &str) -> MessagesReply {
+pub(crate) fn reject(gw: &Inner, api: Api, message: &str) -> MessagesReply {
     let conversation = fresh_id("conv");
     gw.recorder.begin(&conversation, &gw.upstream.describe());
-    let error = encode_error(Vendor::Anthropic, 400, "invalid_request_error", message);
+    let error = encode_error(api.vendor(), 400, "invalid_request_error", message);
     gw.recorder.record(
         &conversation,
         Entry::new(
@@ -167,6 +193,7 @@ pub(crate) fn reject(gw: &Inner, message: &str) -> MessagesReply {
         stop: None,
         computer: None,
         stream: false,
+        api,
     }
 }
 
@@ -207,8 +234,31 @@ async fn handle(
     call: MessagesCall,
     computer_id: &mut Option<String>,
 ) -> Result<(Turn, Option<&'static str>), Fail> {
-    let mut request = anthropic::decode_request(&call.body)
-        .map_err(|e| bad_request(format!("the request is not a valid Messages request: {e}")))?;
+    let mut request = match call.api {
+        Api::Anthropic => anthropic::decode_request(&call.body),
+        Api::OpenaiChat => chat::decode_request(&call.body),
+        Api::OpenaiResponses => {
+            if call
+                .body
+                .get("previous_response_id")
+                .is_some_and(|v| !v.is_null())
+            {
+                return Err(bad_request(
+                    "`previous_response_id` is not supported: send the whole conversation in \
+                     `input` (the messages, the `function_call` items and their \
+                     `function_call_output` items)",
+                ));
+            }
+            responses::decode_request(&call.body)
+        }
+    }
+    .map_err(|e| {
+        bad_request(format!(
+            "the request is not a valid {} request: {e}",
+            call.api.title()
+        ))
+    })?;
+    let api = call.api;
     if request.messages.is_empty() {
         return Err(bad_request("`messages` must not be empty"));
     }
@@ -220,9 +270,27 @@ async fn handle(
     };
     let approvals = take_approvals(&mut request)?;
     validate_pairing(&request).map_err(|e| bad_request(e.to_string()))?;
+    // A conversation ending on the model's own tool calls asks the model to go on without
+    // their results: every vendor refuses that, so the gateway does before anything runs.
+    if let Some(last) = request
+        .messages
+        .last()
+        .filter(|m| m.role == Role::Assistant)
+        && let Some(call) = last.content.iter().find_map(|b| match b {
+            ContentBlock::ToolCall(c) => Some(c),
+            _ => None,
+        })
+    {
+        return Err(bad_request(format!(
+            "tool call `{}` has no result: the conversation ends with it; send its result \
+             after it",
+            call.id
+        )));
+    }
 
     let mut run = Run {
         gw,
+        api,
         conversation: conversation.to_owned(),
         credential: call.credential.filter(|_| gw.options.forward_client_key),
         base: request.clone(),
@@ -655,7 +723,10 @@ impl Run<'_> {
         if let Some(operator) = &self.gw.operator {
             for tool in operator.registry().iter() {
                 let d = &tool.declaration;
-                if self.client_names.contains(&d.name) || d.policy == Policy::Deny {
+                // An `ask` tool needs an approval, which only the Messages API can carry
+                // (`cordon_approval`): other clients are not offered it.
+                let unanswerable = d.policy == Policy::Ask && self.api != Api::Anthropic;
+                if self.client_names.contains(&d.name) || d.policy == Policy::Deny || unanswerable {
                     continue;
                 }
                 self.offered.push(ToolDefinition::Function(FunctionTool {
@@ -951,8 +1022,8 @@ impl Run<'_> {
 
     fn finish_turn(&self, turn: Turn, content: Vec<ContentBlock>, stop: StopReason) -> Turn {
         let mut out = turn;
-        if out.origin != Some(Vendor::Anthropic) || out.id.is_empty() {
-            out.id = fresh_id("msg");
+        if out.origin != Some(self.api.vendor()) || out.id.is_empty() {
+            out.id = response_id(self.api);
         }
         out.content = content;
         out.stop_reason = Some(stop);

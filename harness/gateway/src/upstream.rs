@@ -35,6 +35,25 @@ impl Api {
         }
     }
 
+    /// The conversation vendor whose shapes this API uses.
+    pub fn vendor(self) -> cordon_protocol::conversation::Vendor {
+        use cordon_protocol::conversation::Vendor;
+        match self {
+            Api::Anthropic => Vendor::Anthropic,
+            Api::OpenaiChat => Vendor::OpenaiChat,
+            Api::OpenaiResponses => Vendor::OpenaiResponses,
+        }
+    }
+
+    /// The API's name in messages (`Messages`, `Chat Completions`, `Responses`).
+    pub fn title(self) -> &'static str {
+        match self {
+            Api::Anthropic => "Messages",
+            Api::OpenaiChat => "Chat Completions",
+            Api::OpenaiResponses => "Responses",
+        }
+    }
+
     /// The name used on the command line.
     pub fn as_str(self) -> &'static str {
         match self {

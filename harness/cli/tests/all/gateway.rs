@@ -3,7 +3,8 @@
 //! (`tests/e2e/standin_model.py`, the upstream, on 127.0.0.1) and then a `cordon serve`
 //! pointed at it, so the stand-in is up before the server; the script stops the server on
 //! every way out (and the kernel sends it SIGTERM if the script is killed). Each test names
-//! one scenario and the upstream's API; the client always speaks Anthropic Messages.
+//! one scenario and the upstream's API; the client speaks Anthropic Messages, or, through
+//! `tests/e2e/gateway_openai.py` and the official `openai` SDK, Chat Completions and Responses.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -187,4 +188,51 @@ fn gateway_computer_header_with_a_url_opens_a_computer() {
 #[test]
 fn gateway_conversation_record_shows_turns_calls_and_results() {
     scenario("conversations", "anthropic");
+}
+
+// --- the OpenAI endpoints, driven by the official `openai` SDK
+
+/// Runs one scenario of `gateway_openai.py` against an upstream speaking `api`.
+fn openai_scenario(name: &str, api: &str) {
+    python(
+        "gateway_openai.py",
+        &[
+            name,
+            "--cordon",
+            env!("CARGO_BIN_EXE_cordon"),
+            "--upstream-api",
+            api,
+        ],
+    );
+}
+
+#[test]
+fn gateway_chat_completions_client_tools_round_trip_through_every_upstream() {
+    for api in ["anthropic", "openai-chat", "openai-responses"] {
+        openai_scenario("chat_tools", api);
+    }
+}
+
+#[test]
+fn gateway_responses_function_calls_round_trip_through_every_upstream() {
+    for api in ["anthropic", "openai-chat", "openai-responses"] {
+        openai_scenario("responses_tools", api);
+    }
+}
+
+#[test]
+fn gateway_chat_completions_tool_choice_reaches_the_upstream() {
+    openai_scenario("chat_tool_choice", "anthropic");
+    openai_scenario("chat_tool_choice", "openai-chat");
+}
+
+#[test]
+fn gateway_openai_clients_get_openai_shaped_errors_before_anything_runs() {
+    openai_scenario("chat_errors", "anthropic");
+    openai_scenario("responses_errors", "openai-responses");
+}
+
+#[test]
+fn gateway_chat_completions_clients_get_server_tools_run_inline() {
+    openai_scenario("chat_server_tools", "openai-chat");
 }

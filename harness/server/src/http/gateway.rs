@@ -15,9 +15,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use cordon_core::ToolRegistry;
 use cordon_gateway::{
-    ComputerOutcome, Computers, Credential, Entry, Gateway, GatewayOptions, MessagesCall,
+    Api, ComputerOutcome, Computers, Credential, Entry, Gateway, GatewayOptions, MessagesCall,
     MessagesReply, Recorder, Upstream,
 };
+use cordon_protocol::conversation::encode_error;
 use cordon_protocol::execution::Decision;
 use cordon_sandbox::Sandbox;
 use futures::future::BoxFuture;
@@ -267,14 +268,19 @@ impl Recorder for StoreRecorder {
 
 pub(super) fn routes() -> Router<AppState> {
     Router::new()
-        .route("/v1/messages", post(messages))
+        .route(
+            "/v1/messages",
+            post(|s, h, b| gateway_call(s, h, b, Api::Anthropic)),
+        )
+        .route(
+            "/v1/chat/completions",
+            post(|s, h, b| gateway_call(s, h, b, Api::OpenaiChat)),
+        )
+        .route(
+            "/v1/responses",
+            post(|s, h, b| gateway_call(s, h, b, Api::OpenaiResponses)),
+        )
         .route("/v1/conversations/{id}", get(conversation))
-}
-
-/// An error in Anthropic's shape (what the anthropic SDK reads).
-fn anthropic_error(status: StatusCode, kind: &str, message: &str) -> Response {
-    let body = json!({"type": "error", "error": {"type": kind, "message": message}});
-    (status, axum::Json(body)).into_response()
 }
 
 fn header_text(headers: &HeaderMap, name: &str) -> Option<String> {
@@ -286,20 +292,28 @@ fn header_text(headers: &HeaderMap, name: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
-async fn messages(State(app): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+/// One client request to the gateway, in the shape of `api`.
+async fn gateway_call(
+    State(app): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+    api: Api,
+) -> Response {
     let Some(mount) = app.gateway.clone() else {
-        return anthropic_error(
-            StatusCode::NOT_FOUND,
+        let error = encode_error(
+            api.vendor(),
+            404,
             "not_found_error",
             "this server has no model behind it: start it with `cordon serve --upstream API=URL`",
         );
+        return (StatusCode::NOT_FOUND, axum::Json(error.body)).into_response();
     };
     let body: Value = match serde_json::from_slice(&body) {
         Ok(value @ Value::Object(_)) => value,
-        Ok(_) => return respond(mount.gateway.reject("the body must be a JSON object")),
+        Ok(_) => return respond(mount.gateway.reject(api, "the body must be a JSON object")),
         Err(error) => {
             let message = format!("the body is not valid JSON: {error}");
-            return respond(mount.gateway.reject(&message));
+            return respond(mount.gateway.reject(api, &message));
         }
     };
     let credential = header_text(&headers, "x-api-key")
@@ -309,6 +323,7 @@ async fn messages(State(app): State<AppState>, headers: HeaderMap, body: Bytes) 
         })
         .map(Credential);
     let call = MessagesCall::new(body)
+        .api(api)
         .credential(credential)
         .conversation(header_text(&headers, "x-cordon-conversation-id"))
         .computer(header_text(&headers, "x-cordon-computer"));
@@ -321,7 +336,14 @@ fn respond(reply: MessagesReply) -> Response {
     let mut response = if status == StatusCode::OK && reply.stream {
         let mut text = String::new();
         for (name, data) in reply.events() {
-            text.push_str(&format!("event: {name}\ndata: {data}\n\n"));
+            // Chat chunks have no event name; its terminator is the bare `[DONE]`.
+            if !name.is_empty() {
+                text.push_str(&format!("event: {name}\n"));
+            }
+            match data {
+                Value::String(raw) => text.push_str(&format!("data: {raw}\n\n")),
+                other => text.push_str(&format!("data: {other}\n\n")),
+            }
         }
         let mut response = Response::new(Body::from(text));
         response.headers_mut().insert(

@@ -1,0 +1,351 @@
+"""End-to-end checks of the model gateway's OpenAI endpoints (`/v1/chat/completions`,
+`/v1/responses`) with the official `openai` SDK as the client, unchanged but for `base_url`,
+and the stand-in model server (`standin_model.py`) upstream in any of the three APIs.
+
+Usage: python3 gateway_openai.py SCENARIO --cordon PATH/TO/cordon [--upstream-api API]
+(or CORDON_BIN=PATH). Servers are started and stopped as in `gateway_anthropic.py`, whose
+machinery this script uses. Every response body is validated against the SDK's own types.
+"""
+
+import argparse
+import json
+import os
+import signal
+import sys
+
+import httpx
+import openai
+from openai.types import CompletionUsage  # noqa: F401 (the SDK's types load)
+from openai.types.chat import ChatCompletion
+from openai.types.responses import Response
+
+import gateway_anthropic as harness
+from standin_model import reply, tool_use
+
+TIMEOUT = 60.0
+MODEL = "gpt-standin-1"
+WEATHER = {"type": "function", "function": {
+    "name": "get_weather", "description": "Current weather for a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                   "required": ["city"]}}}
+TIME = {"type": "function", "function": {
+    "name": "get_time", "description": "Local time in a time zone",
+    "parameters": {"type": "object", "properties": {"tz": {"type": "string"}},
+                   "required": ["tz"]}}}
+
+
+def responses_tool(chat_tool):
+    """A Chat Completions function tool in the Responses API's flat shape."""
+    function = chat_tool["function"]
+    return {"type": "function", "name": function["name"],
+            "description": function["description"], "parameters": function["parameters"],
+            "strict": False}
+
+
+def client(cordon):
+    return openai.OpenAI(base_url=cordon.url + "/v1", api_key="sk-test-key", max_retries=0,
+                         timeout=TIMEOUT)
+
+
+def check_conversation_header(headers):
+    conversation = headers.get("x-cordon-conversation-id")
+    assert conversation and conversation.startswith("conv_"), dict(headers)
+    return conversation
+
+
+def expect_openai_error(status, call):
+    """The call fails with `status` and an OpenAI-shaped error body."""
+    try:
+        call()
+    except openai.APIStatusError as e:
+        assert e.status_code == status, (e.status_code, e.body)
+        assert isinstance(e.body, dict), e.body
+        # The SDK hands over the `error` object of `{"error": {...}}`.
+        message = e.body.get("message") or e.body.get("error", {}).get("message")
+        assert isinstance(message, str) and message, e.body
+        return message
+    raise AssertionError(f"expected {status}, got a response")
+
+
+def sse_events(response):
+    """(event name, data) pairs of an SSE body, `[DONE]` kept as a string."""
+    events, name, data = [], "", []
+    for line in response.text.splitlines():
+        if not line:
+            if data:
+                joined = "\n".join(data)
+                events.append((name, joined if joined == "[DONE]" else json.loads(joined)))
+            name, data = "", []
+        elif line.startswith("event:"):
+            name = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].strip())
+    return events
+
+
+# --- Chat Completions ----------------------------------------------------------------------
+
+def chat_round_trip(cordon, model, streamed):
+    """The model calls two client tools; the client answers both with `tool` messages."""
+    openai_client = client(cordon)
+    first = len(model.requests)
+    tag = "s" if streamed else "j"
+    one, two = f"call_chat_{tag}1", f"call_chat_{tag}2"
+    model.push(reply("Checking both.", tool_use("get_weather", {"city": "Paris"}, id=one),
+                     tool_use("get_time", {"tz": "Europe/Paris"}, id=two)),
+               reply("Paris: 21 C at 14:05."))
+    question = {"role": "user", "content": "Weather and time in Paris?"}
+    params = dict(model=MODEL, tools=[WEATHER, TIME], messages=[question])
+    if streamed:
+        stream = openai_client.chat.completions.create(stream=True, **params)
+        text, calls, finish, chunk_ids = "", {}, None, set()
+        for chunk in stream:
+            chunk_ids.add(chunk.id)
+            choice = chunk.choices[0] if chunk.choices else None
+            if choice is None:
+                continue
+            text += choice.delta.content or ""
+            for delta in choice.delta.tool_calls or []:
+                entry = calls.setdefault(delta.index, {"id": None, "name": "", "arguments": ""})
+                entry["id"] = delta.id or entry["id"]
+                if delta.function:
+                    entry["name"] += delta.function.name or ""
+                    entry["arguments"] += delta.function.arguments or ""
+            finish = choice.finish_reason or finish
+        assert len(chunk_ids) == 1, chunk_ids
+        assert finish == "tool_calls", finish
+        assert text == "Checking both.", text
+        tool_calls = [{"id": c["id"], "type": "function",
+                       "function": {"name": c["name"], "arguments": c["arguments"]}}
+                      for _, c in sorted(calls.items())]
+        assistant = {"role": "assistant", "content": text, "tool_calls": tool_calls}
+    else:
+        raw = openai_client.chat.completions.with_raw_response.create(**params)
+        check_conversation_header(raw.headers)
+        body = json.loads(raw.http_response.text)
+        ChatCompletion.model_validate(body)
+        completion = raw.parse()
+        assert completion.object == "chat.completion", body
+        assert completion.id.startswith("chatcmpl-"), body
+        choice = completion.choices[0]
+        assert choice.finish_reason == "tool_calls", body
+        assert choice.message.content == "Checking both.", body
+        tool_calls = [c.model_dump(exclude_none=True) for c in choice.message.tool_calls]
+        assistant = choice.message.model_dump(exclude_none=True)
+    assert [(c["id"], c["function"]["name"], json.loads(c["function"]["arguments"]))
+            for c in tool_calls] == [(one, "get_weather", {"city": "Paris"}),
+                                     (two, "get_time", {"tz": "Europe/Paris"})], tool_calls
+    seen = model.requests[first]
+    assert seen.tool_names() == ["get_weather", "get_time"], seen
+    assert seen.stream == streamed, "the upstream streams when the client streams"
+
+    follow = dict(params, messages=[
+        question, assistant,
+        {"role": "tool", "tool_call_id": one, "content": json.dumps({"temp_c": 21})},
+        {"role": "tool", "tool_call_id": two, "content": json.dumps({"time": "14:05"})},
+    ])
+    if streamed:
+        text = "".join(chunk.choices[0].delta.content or ""
+                       for chunk in openai_client.chat.completions.create(stream=True, **follow)
+                       if chunk.choices)
+    else:
+        final = openai_client.chat.completions.create(**follow)
+        assert final.choices[0].finish_reason == "stop", final
+        text = final.choices[0].message.content
+    assert text == "Paris: 21 C at 14:05.", text
+    results = model.requests[first + 1].tool_results()
+    assert [(i, json.loads(t)) for i, t, _ in results] == [
+        (one, {"temp_c": 21}), (two, {"time": "14:05"})], results
+
+
+def scenario_chat_tools(api):
+    with harness.gateway(api) as (cordon, model):
+        chat_round_trip(cordon, model, streamed=False)
+        chat_round_trip(cordon, model, streamed=True)
+        assert model.unexpected == []
+
+
+def scenario_chat_tool_choice(api):
+    """`tool_choice` and `parallel_tool_calls` of a Chat client reach the upstream."""
+    with harness.gateway(api) as (cordon, model):
+        openai_client = client(cordon)
+        for choice, expected in [("required", "any"), ("none", "none"),
+                                 ({"type": "function", "function": {"name": "get_time"}},
+                                  "tool")]:
+            model.push(reply("ok"))
+            openai_client.chat.completions.create(
+                model=MODEL, tools=[WEATHER, TIME], tool_choice=choice,
+                parallel_tool_calls=False,
+                messages=[{"role": "user", "content": "hi"}])
+            kind, name, parallel = harness.upstream_tool_choice(model.requests[-1])
+            assert kind == expected, (choice, kind, model.requests[-1])
+            if expected == "tool":
+                assert name == "get_time", model.requests[-1]
+            if expected != "none":
+                assert parallel is False, model.requests[-1]
+
+
+def scenario_chat_errors(api):
+    """Bad pairing, bad JSON and bad upstreams come back in OpenAI's error shape."""
+    with harness.gateway(api) as (cordon, model):
+        openai_client = client(cordon)
+        assistant = {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_known", "type": "function",
+             "function": {"name": "get_weather", "arguments": "{\"city\": \"Oslo\"}"}}]}
+        question = {"role": "user", "content": "Oslo?"}
+        unknown = expect_openai_error(400, lambda: openai_client.chat.completions.create(
+            model=MODEL, tools=[WEATHER], messages=[
+                question, assistant,
+                {"role": "tool", "tool_call_id": "call_known", "content": "1"},
+                {"role": "tool", "tool_call_id": "call_nobody_made", "content": "2"}]))
+        assert "call_nobody_made" in unknown, unknown
+        missing = expect_openai_error(400, lambda: openai_client.chat.completions.create(
+            model=MODEL, tools=[WEATHER],
+            messages=[question, assistant, {"role": "user", "content": "well?"}]))
+        assert "call_known" in missing, missing
+        response = httpx.post(cordon.url + "/v1/chat/completions", content=b"{not json",
+                              headers={"content-type": "application/json"}, timeout=TIMEOUT)
+        assert response.status_code == 400, response.text
+        assert set(response.json()["error"]) >= {"message", "type"}, response.text
+        check_conversation_header(response.headers)
+        assert model.requests == [], "nothing reached the model"
+        model.push(harness.error(429, "rate_limit_error", "slow down"))
+        message = expect_openai_error(429, lambda: openai_client.chat.completions.create(
+            model=MODEL, messages=[question]))
+        assert "slow down" in message, message
+
+
+def scenario_chat_server_tools(api):
+    """Operator tools run inline for a Chat client too: it sees only the final answer."""
+    with harness.server_tools_gateway(api, [harness.ADD]) as (cordon, model):
+        model.push(reply(tool_use("add", {"a": 2, "b": 3}, id="call_add_1")),
+                   reply("2 + 3 = 5."))
+        completion = client(cordon).chat.completions.create(
+            model=MODEL, tools=[WEATHER], messages=[{"role": "user", "content": "2+3?"}])
+        choice = completion.choices[0]
+        assert choice.message.content == "2 + 3 = 5." and not choice.message.tool_calls, choice
+        assert choice.finish_reason == "stop", choice
+        assert model.requests[0].tool_names() == ["get_weather", "add"], model.requests[0]
+        results = model.requests[1].tool_results()
+        assert [(i, json.loads(t)) for i, t, _ in results] == [("call_add_1", {"sum": 5})], \
+            results
+
+
+# --- Responses -----------------------------------------------------------------------------
+
+def responses_round_trip(cordon, model, streamed):
+    """Two function calls come back as `function_call` items; the client sends the whole
+    conversation back with `function_call_output` items paired by `call_id`."""
+    openai_client = client(cordon)
+    first = len(model.requests)
+    tag = "s" if streamed else "j"
+    one, two = f"call_resp_{tag}1", f"call_resp_{tag}2"
+    model.push(reply("Checking both.", tool_use("get_weather", {"city": "Paris"}, id=one),
+                     tool_use("get_time", {"tz": "Europe/Paris"}, id=two)),
+               reply("Paris: 21 C at 14:05."))
+    question = {"role": "user", "content": "Weather and time in Paris?"}
+    tools = [responses_tool(WEATHER), responses_tool(TIME)]
+    params = dict(model=MODEL, tools=tools, input=[question])
+    if streamed:
+        kinds, response = [], None
+        for event in openai_client.responses.create(stream=True, **params):
+            kinds.append(event.type)
+            if event.type == "response.completed":
+                response = event.response
+        assert kinds[0] == "response.created" and kinds[-1] == "response.completed", kinds
+        assert "response.output_item.added" in kinds, kinds
+        assert "response.function_call_arguments.delta" in kinds, kinds
+        assert "response.output_text.delta" in kinds, kinds
+        assert response is not None, kinds
+    else:
+        raw = openai_client.responses.with_raw_response.create(**params)
+        check_conversation_header(raw.headers)
+        body = json.loads(raw.http_response.text)
+        Response.model_validate(body)
+        response = raw.parse()
+        assert response.object == "response" and response.status == "completed", body
+        assert response.id.startswith("resp_"), body
+    calls = [item for item in response.output if item.type == "function_call"]
+    assert [(c.call_id, c.name, json.loads(c.arguments)) for c in calls] == [
+        (one, "get_weather", {"city": "Paris"}), (two, "get_time", {"tz": "Europe/Paris"})
+    ], response.output
+    assert response.output_text == "Checking both.", response.output
+    seen = model.requests[first]
+    assert seen.tool_names() == ["get_weather", "get_time"], seen
+    assert seen.stream == streamed, "the upstream streams when the client streams"
+
+    history = [question] + [item.model_dump(exclude_none=True) for item in response.output]
+    history += [{"type": "function_call_output", "call_id": one, "output": '{"temp_c": 21}'},
+                {"type": "function_call_output", "call_id": two, "output": '{"time": "14:05"}'}]
+    follow = dict(params, input=history)
+    if streamed:
+        final = None
+        for event in openai_client.responses.create(stream=True, **follow):
+            if event.type == "response.completed":
+                final = event.response
+    else:
+        final = openai_client.responses.create(**follow)
+    assert final.output_text == "Paris: 21 C at 14:05.", final
+    results = model.requests[first + 1].tool_results()
+    assert [(i, json.loads(t)) for i, t, _ in results] == [
+        (one, {"temp_c": 21}), (two, {"time": "14:05"})], results
+
+
+def scenario_responses_tools(api):
+    with harness.gateway(api) as (cordon, model):
+        responses_round_trip(cordon, model, streamed=False)
+        responses_round_trip(cordon, model, streamed=True)
+        assert model.unexpected == []
+
+
+def scenario_responses_errors(api):
+    """Outputs that pair with no call, calls without output, `previous_response_id`:
+    400s in OpenAI's shape before anything runs."""
+    with harness.gateway(api) as (cordon, model):
+        openai_client = client(cordon)
+        tools = [responses_tool(WEATHER)]
+        question = {"role": "user", "content": "Oslo?"}
+        call = {"type": "function_call", "call_id": "call_known", "name": "get_weather",
+                "arguments": "{\"city\": \"Oslo\"}"}
+        unknown = expect_openai_error(400, lambda: openai_client.responses.create(
+            model=MODEL, tools=tools, input=[
+                question, call,
+                {"type": "function_call_output", "call_id": "call_known", "output": "1"},
+                {"type": "function_call_output", "call_id": "call_nobody_made",
+                 "output": "2"}]))
+        assert "call_nobody_made" in unknown, unknown
+        missing = expect_openai_error(400, lambda: openai_client.responses.create(
+            model=MODEL, tools=tools, input=[question, call]))
+        assert "call_known" in missing, missing
+        previous = expect_openai_error(400, lambda: openai_client.responses.create(
+            model=MODEL, previous_response_id="resp_earlier", input="and then?"))
+        assert "previous_response_id" in previous, previous
+        assert model.requests == [], "nothing reached the model"
+
+
+SCENARIOS = {name[len("scenario_"):]: fn for name, fn in globals().items()
+             if name.startswith("scenario_")}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("scenario", choices=sorted(SCENARIOS))
+    parser.add_argument("--cordon", default=os.environ.get("CORDON_BIN"),
+                        help="path of the cordon binary (or CORDON_BIN)")
+    parser.add_argument("--upstream-api", default="anthropic",
+                        choices=["anthropic", "openai-chat", "openai-responses"])
+    args = parser.parse_args()
+    if not args.cordon:
+        parser.error("--cordon PATH (or CORDON_BIN) is required")
+    harness.ARGS = args
+    signal.signal(signal.SIGTERM, harness._on_signal)
+    signal.signal(signal.SIGINT, harness._on_signal)
+    try:
+        SCENARIOS[args.scenario](args.upstream_api)
+    finally:
+        harness._stop_all()
+    print(f"ok {args.scenario} ({args.upstream_api})")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
