@@ -252,6 +252,39 @@ mod _cordon {
         cordon_guest::write_output(stream(number), data.to_string_lossy().as_bytes());
     }
 
+    /// The time-zone database packed by `build.rs`.
+    static TZDATA: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/tzdata.bin"));
+
+    /// Each `(name, data)` entry of [`TZDATA`].
+    fn zones() -> impl Iterator<Item = (&'static str, &'static [u8])> {
+        let mut rest = TZDATA;
+        std::iter::from_fn(move || {
+            let (len, tail) = rest.split_first_chunk::<2>()?;
+            let (name, tail) = tail.split_at_checked(usize::from(u16::from_le_bytes(*len)))?;
+            let (len, tail) = tail.split_first_chunk::<4>()?;
+            let (data, tail) = tail.split_at_checked(u32::from_le_bytes(*len) as usize)?;
+            rest = tail;
+            Some((std::str::from_utf8(name).ok()?, data))
+        })
+    }
+
+    /// `tzdata(key) -> bytes | None`: the compiled zone file for `Europe/Paris`.
+    #[pyfunction]
+    fn tzdata(key: PyStrRef, vm: &VirtualMachine) -> PyObjectRef {
+        let key = key.to_string_lossy();
+        match zones().find(|(name, _)| *name == key) {
+            Some((_, data)) => vm.ctx.new_bytes(data.to_vec()).into(),
+            None => vm.ctx.none(),
+        }
+    }
+
+    /// `tzdata_zones() -> [str]`: every zone name in the packed database.
+    #[pyfunction]
+    fn tzdata_zones(vm: &VirtualMachine) -> PyObjectRef {
+        let names = zones().map(|(name, _)| vm.ctx.new_str(name).into()).collect();
+        vm.ctx.new_list(names).into()
+    }
+
     /// `write_bytes(stream, data)`: raw bytes; the host decodes them lossily.
     #[pyfunction]
     fn write_bytes(number: i32, data: ArgBytesLike) {

@@ -105,6 +105,28 @@ if not hasattr(_os, "chmod"):
     def _chmod(path, mode, *, dir_fd=None, follow_symlinks=True):
         _os.stat(path)
     _os.chmod = _chmod
+# `zoneinfo` reads zones from the database packed into the image (`_cordon.tzdata`), as it
+# would from the `tzdata` package: the guest has no /usr/share/zoneinfo.
+import io as _io
+import zoneinfo as _zoneinfo
+import zoneinfo._common as _zoneinfo_common
+import zoneinfo._tzpath as _zoneinfo_tzpath
+
+
+def _load_tzdata(key):
+    data = _cordon.tzdata(key) if isinstance(key, str) else None
+    if data is None:
+        raise _zoneinfo_common.ZoneInfoNotFoundError(f"No time zone found with key {key}")
+    return _io.BytesIO(data)
+
+
+def _available_timezones():
+    return set(_cordon.tzdata_zones()) - {"posixrules", "localtime", "Factory"}
+
+
+_zoneinfo_common.load_tzdata = _load_tzdata
+_zoneinfo_tzpath.available_timezones = _available_timezones
+_zoneinfo.available_timezones = _available_timezones
 import ast
 import time
 import traceback

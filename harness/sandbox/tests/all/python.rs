@@ -253,3 +253,41 @@ async with asyncio.TaskGroup() as tg:
     let result = completed(python_with(code, tools).await);
     assert_eq!(result.result, json!([[21, 21], [0, 1, 2], true, 42]));
 }
+
+#[tokio::test]
+async fn zoneinfo_has_the_time_zone_database() {
+    let result = completed(
+        python(
+            r#"
+from datetime import datetime, timezone
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+summer = datetime(2026, 7, 1, 12, 0, tzinfo=timezone.utc)
+try:
+    ZoneInfo("Mars/Olympus_Mons")
+    missing = "found"
+except ZoneInfoNotFoundError:
+    missing = "ZoneInfoNotFoundError"
+[
+    str(ZoneInfo("UTC")),
+    summer.astimezone(ZoneInfo("Europe/Paris")).isoformat(),
+    summer.astimezone(ZoneInfo("America/New_York")).utcoffset().total_seconds() / 3600,
+    datetime(2026, 1, 15, tzinfo=ZoneInfo("Australia/Sydney")).tzname(),
+    "Asia/Tokyo" in available_timezones(),
+    missing,
+]
+"#,
+        )
+        .await,
+    );
+    assert_eq!(
+        result.result,
+        json!([
+            "UTC",
+            "2026-07-01T14:00:00+02:00",
+            -4.0,
+            "AEDT",
+            true,
+            "ZoneInfoNotFoundError"
+        ])
+    );
+}
