@@ -13,7 +13,7 @@
 //! Downloads are denied per context unless allowed.
 
 use crate::display::{CapturePlan, CssPoint, DisplaySpec, Scaler, Size};
-use crate::engine::Backend;
+use crate::engine::{Backend, SettleEnd};
 use crate::error::{ActionError, Error, Result};
 use crate::gate::ElementInfo;
 use crate::image::{EncodedImage, ImageFormat, fit};
@@ -38,9 +38,10 @@ use chromiumoxide::cdp::browser_protocol::network::{
     ErrorReason, EventLoadingFailed, EventLoadingFinished, EventRequestWillBeSent, ResourceType,
 };
 use chromiumoxide::cdp::browser_protocol::page::{
-    CaptureScreenshotFormat, CaptureScreenshotParams, EventFileChooserOpened, EventFrameNavigated,
-    EventFrameStartedLoading, EventFrameStoppedLoading, EventNavigatedWithinDocument,
-    FileChooserOpenedMode, GetLayoutMetricsParams, GetNavigationHistoryParams, NavigateParams,
+    AddScriptToEvaluateOnNewDocumentParams, CaptureScreenshotFormat, CaptureScreenshotParams,
+    EventFileChooserOpened, EventFrameNavigated, EventFrameStartedLoading,
+    EventFrameStoppedLoading, EventNavigatedWithinDocument, FileChooserOpenedMode,
+    GetLayoutMetricsParams, GetNavigationHistoryParams, NavigateParams,
     NavigateToHistoryEntryParams, SetInterceptFileChooserDialogParams, Viewport,
 };
 use chromiumoxide::cdp::browser_protocol::target::{
@@ -66,6 +67,35 @@ pub const DEFAULT_CHROMIUM: &str = "/usr/lib/chromium/chromium";
 /// that opens windows in a loop gets its extra windows closed as they open, so it cannot
 /// take the shared Chromium down; the model is told in the step's text.
 pub const MAX_OPEN_PAGES: usize = 20;
+
+/// How long a step waits at most for the page to settle, by default.
+pub const DEFAULT_SETTLE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How long the page's DOM must go unchanged (while no finite animation runs) for a screen
+/// that was moving to count as stable: a few frames of a 60 Hz page, longer than the
+/// 13 ms tick of jQuery-style animations.
+const STABLE_QUIET_MS: f64 = 50.0;
+
+/// Installed in every document of a session's pages before the page's own scripts: counts
+/// DOM mutations, and answers `[ms since the last mutation, mutations, ms until the
+/// running finite animations and transitions end]`. Endless animations are left out:
+/// waiting for them is pointless.
+const MOTION_JS: &str = r#"(() => {
+  if (Object.getOwnPropertyDescriptor(window, '__cordonMotion')) return;
+  let last = performance.now(), n = 0;
+  new MutationObserver(() => { last = performance.now(); n++; })
+    .observe(document, {attributes: true, childList: true, subtree: true, characterData: true});
+  Object.defineProperty(window, '__cordonMotion', { value: () => {
+    let wait = 0;
+    for (const a of document.getAnimations()) {
+      if (a.playState !== 'running' || !a.effect) continue;
+      const t = a.effect.getComputedTiming();
+      if (!isFinite(t.endTime) || t.localTime == null) continue;
+      wait = Math.max(wait, (t.endTime - t.localTime) / Math.abs(a.playbackRate || 1));
+    }
+    return [performance.now() - last, n, wait];
+  }});
+})()"#;
 
 /// How to start Chromium.
 #[derive(Debug, Clone)]
@@ -125,7 +155,10 @@ pub struct SessionOptions {
     pub policy: OriginPolicy,
     /// `Some(dir)`: downloads are allowed and land in `dir`. `None`: refused.
     pub downloads: Option<PathBuf>,
-    /// The longest a step waits for the page to settle.
+    /// The longest a step waits for the page to settle (`settle_timeout_ms` over HTTP):
+    /// for its network to go quiet and then for the screen to stop changing. At the cap
+    /// the page is captured as it is and the step says `settle: timeout`. Default
+    /// [`DEFAULT_SETTLE_TIMEOUT`].
     pub settle_cap: Duration,
     /// Opened when the session starts.
     pub start_url: Option<String>,
@@ -145,7 +178,7 @@ impl Default for SessionOptions {
             },
             policy: OriginPolicy::default(),
             downloads: None,
-            settle_cap: Duration::from_secs(5),
+            settle_cap: DEFAULT_SETTLE_TIMEOUT,
             start_url: None,
             uploads: Vec::new(),
         }
@@ -704,6 +737,7 @@ impl Browser {
             .await
             .map_err(cdp)?;
         let (popups, warden) = PageWarden::start(&browser, &self.shared, context.clone()).await?;
+        let popups = SyncStream::new(popups);
         let mut target = CreateTargetParams::new("about:blank");
         target.browser_context_id = Some(context.clone());
         let page = browser.new_page(target).await.map_err(cdp)?;
@@ -724,6 +758,8 @@ impl Browser {
             viewport: opts.viewport,
             dpr: opts.dpr,
             settle_cap: opts.settle_cap,
+            settle_deadline: None,
+            settle_end: SettleEnd::Quiet,
             buttons: 0,
             needs_frame: false,
             scroll_hint: None,
@@ -856,14 +892,48 @@ async fn prepare_page(page: &Page, viewport: Size, dpr: f64) -> Result<()> {
     page.execute(SetInterceptFileChooserDialogParams::new(true))
         .await
         .map_err(cdp)?;
+    page.execute(AddScriptToEvaluateOnNewDocumentParams::new(MOTION_JS))
+        .await
+        .map_err(cdp)?;
+    // A popup may have its document already.
+    page.execute(EvaluateParams::new(MOTION_JS))
+        .await
+        .map_err(cdp)?;
     Ok(())
+}
+
+/// A stream that is only ever polled through `&mut`, made `Sync` by a mutex that is never
+/// contended (`get_mut`), so a session — and every future that borrows it — is `Send`:
+/// sessions can run on any worker thread of a multi-threaded runtime.
+struct SyncStream<T>(Mutex<futures::stream::BoxStream<'static, T>>);
+
+impl<T> SyncStream<T> {
+    fn new(stream: impl futures::Stream<Item = T> + Send + 'static) -> Self {
+        Self(Mutex::new(stream.boxed()))
+    }
+}
+
+impl<T> futures::Stream for SyncStream<T> {
+    type Item = T;
+
+    fn poll_next(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<T>> {
+        let inner = self
+            .get_mut()
+            .0
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        inner.as_mut().poll_next(cx)
+    }
 }
 
 /// Counts requests in flight and whether the main frame is loading, from Network/Page
 /// events. Drained synchronously in `settle`, so no event that arrived before a round trip
 /// to the page can be missed.
 struct NetWatch {
-    events: futures::stream::SelectAll<futures::stream::BoxStream<'static, NetEvent>>,
+    events: SyncStream<NetEvent>,
     inflight: HashSet<String>,
     loading: bool,
     main_frame: String,
@@ -953,7 +1023,7 @@ impl NetWatch {
             })
             .boxed();
         Ok(Self {
-            events: futures::stream::select_all([a, b, c, d, e, f, g, h]),
+            events: SyncStream::new(futures::stream::select_all([a, b, c, d, e, f, g, h])),
             choosers: Vec::new(),
             inflight: HashSet::new(),
             loading: false,
@@ -1100,13 +1170,17 @@ pub struct BrowserSession {
     /// Pages this session left behind when it followed a popup (closed with the session).
     earlier_pages: Vec<Page>,
     /// New pages in this session's context (popups, `target=_blank`).
-    popups: futures::stream::BoxStream<'static, TargetId>,
+    popups: SyncStream<TargetId>,
     net: NetWatch,
     scaler: Scaler,
     policy: OriginPolicy,
     viewport: Size,
     dpr: f64,
     settle_cap: Duration,
+    /// When the current step's settling must end (set when it starts).
+    settle_deadline: Option<tokio::time::Instant>,
+    /// How the current step's settling ended so far.
+    settle_end: SettleEnd,
     /// Mouse buttons held (CDP `buttons` bitmask).
     buttons: i64,
     /// The last action scrolled or moved the pointer: settle waits for a frame.
@@ -1571,7 +1645,13 @@ impl BrowserSession {
     /// frame after next and cost a whole frame (~15 ms in the bench), while such work nearly
     /// always lands before the frame the capture waits for anyway.
     async fn settle_inner(&mut self, defer_timers: bool) -> Result<bool> {
+        self.settle_deadline = Some(tokio::time::Instant::now() + self.settle_cap);
         let settled = self.settle_once(defer_timers).await?;
+        self.settle_end = if settled {
+            SettleEnd::Quiet
+        } else {
+            SettleEnd::Timeout
+        };
         if self.leave_error_page().await? {
             return self.settle_once(false).await;
         }
@@ -1609,7 +1689,9 @@ impl BrowserSession {
     }
 
     async fn settle_once(&mut self, defer_timers: bool) -> Result<bool> {
-        let deadline = tokio::time::Instant::now() + self.settle_cap;
+        let deadline = self
+            .settle_deadline
+            .unwrap_or_else(|| tokio::time::Instant::now() + self.settle_cap);
         self.scroll_hint = None;
         self.deferred_turn = false;
         let mut scroll = None;
@@ -1683,7 +1765,79 @@ impl BrowserSession {
         Ok(true)
     }
 
+    /// Captures once the screen is stable: after the capture, asks the page whether its
+    /// DOM changed since the capture was requested or a finite animation still runs; if
+    /// so, waits until nothing has changed for [`STABLE_QUIET_MS`] and no finite
+    /// animation runs (up to the settle deadline) and captures again.
     async fn capture_inner(
+        &mut self,
+        plan: &CapturePlan,
+        format: ImageFormat,
+    ) -> Result<EncodedImage> {
+        let deadline = self
+            .settle_deadline
+            .take()
+            .unwrap_or_else(|| tokio::time::Instant::now() + self.settle_cap);
+        let mut requested = tokio::time::Instant::now();
+        let mut image = self.capture_after_settle(plan, format).await?;
+        loop {
+            let Some((since, _, wait)) = self.motion().await else {
+                return Ok(image);
+            };
+            // A change within the capture's own time may postdate its frame.
+            let elapsed = requested.elapsed().as_secs_f64() * 1000.0;
+            if since + 2.0 >= elapsed && wait <= 0.0 {
+                return Ok(image);
+            }
+            if tokio::time::Instant::now() >= deadline {
+                self.settle_end = SettleEnd::Timeout;
+                return Ok(image);
+            }
+            let (mut since, mut wait) = (since, wait);
+            while since < STABLE_QUIET_MS || wait > 0.0 {
+                let pause = wait.max(STABLE_QUIET_MS - since).clamp(5.0, 1000.0);
+                let until = tokio::time::Instant::now() + Duration::from_secs_f64(pause / 1000.0);
+                tokio::time::sleep_until(until.min(deadline)).await;
+                if tokio::time::Instant::now() >= deadline {
+                    break;
+                }
+                match self.motion().await {
+                    Some((s, _, w)) => (since, wait) = (s, w),
+                    None => break,
+                }
+            }
+            self.settle_end = if tokio::time::Instant::now() >= deadline {
+                SettleEnd::Timeout
+            } else {
+                SettleEnd::Stable
+            };
+            requested = tokio::time::Instant::now();
+            image = self.capture_once(plan, format).await?.0;
+            if self.settle_end == SettleEnd::Timeout {
+                return Ok(image);
+            }
+        }
+    }
+
+    /// The page's motion reading (see [`MOTION_JS`]); `None` where there is none (no
+    /// document of ours, an error page, a script that broke it).
+    async fn motion(&mut self) -> Option<(f64, f64, f64)> {
+        let v = eval_on(
+            self.page.clone(),
+            "window.__cordonMotion ? window.__cordonMotion() : null".into(),
+        )
+        .await
+        .ok()?;
+        let a = v.as_array()?;
+        let (since, n, wait) = (
+            a.first()?.as_f64()?,
+            a.get(1)?.as_f64()?,
+            a.get(2)?.as_f64()?,
+        );
+        (since.is_finite() && wait.is_finite()).then_some((since, n, wait))
+    }
+
+    async fn capture_after_settle(
         &mut self,
         plan: &CapturePlan,
         format: ImageFormat,
@@ -1823,6 +1977,10 @@ impl BrowserSession {
 impl Backend for BrowserSession {
     fn name(&self) -> &'static str {
         "browser"
+    }
+
+    fn settle_end(&self) -> Option<SettleEnd> {
+        Some(self.settle_end)
     }
 
     fn take_refusal(&mut self) -> Option<ActionError> {

@@ -62,6 +62,11 @@ pub trait Backend {
     fn take_refusal(&mut self) -> Option<ActionError> {
         None
     }
+    /// How the last settle and capture ended, for backends that tell more than
+    /// [`settle`](Self::settle)'s yes or no.
+    fn settle_end(&self) -> Option<SettleEnd> {
+        None
+    }
 }
 
 /// How a step ended.
@@ -73,6 +78,22 @@ pub enum Status {
     Error,
     ApprovalRequired,
     Denied,
+}
+
+/// How a step's settling ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum SettleEnd {
+    /// The network went quiet and the screen did not change after the capture began.
+    #[default]
+    Quiet,
+    /// The screen was changing (an animation, a transition, a script); the step waited
+    /// until it stopped and captured again.
+    Stable,
+    /// The settle timeout was reached (a page that never stops loading or moving); the
+    /// screen was captured as it was.
+    Timeout,
 }
 
 /// A step waiting for a human.
@@ -134,6 +155,9 @@ pub struct StepReport {
     pub redacted_actions: Vec<usize>,
     /// False when the page did not settle before the cap.
     pub settled: bool,
+    /// How settling ended.
+    #[serde(default)]
+    pub settle: SettleEnd,
     pub timings_ms: Timings,
 }
 
@@ -154,6 +178,7 @@ impl StepReport {
             acknowledged_safety_checks: Vec::new(),
             redacted_actions: Vec::new(),
             settled: true,
+            settle: SettleEnd::Quiet,
             timings_ms: Timings::default(),
         }
     }
@@ -480,6 +505,12 @@ impl<B: Backend> Computer<B> {
         };
         report.screenshot = Some(self.backend.capture(&plan, self.opts.format).await?);
         report.timings_ms.capture = ms(tc);
+        report.settle = self.backend.settle_end().unwrap_or(if report.settled {
+            SettleEnd::Quiet
+        } else {
+            SettleEnd::Timeout
+        });
+        report.settled = report.settle != SettleEnd::Timeout;
         let notes = self.backend.take_notes();
         if !notes.is_empty() {
             let text = report.text.take().into_iter().chain(notes);

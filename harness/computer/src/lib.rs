@@ -64,5 +64,7 @@ pub mod private_net;
 mod socks;
 pub mod trajectory;
 
-pub use engine::{Backend, Computer, EngineOptions, PendingApproval, Status, StepReport};
+pub use engine::{
+    Backend, Computer, EngineOptions, PendingApproval, SettleEnd, Status, StepReport,
+};
 pub use error::{ActionError, Error, Result};

@@ -247,6 +247,10 @@ pub struct ExecutionInfo {
     pub result: Option<ExecutionResult>,
 }
 
+fn quiet() -> String {
+    "quiet".to_owned()
+}
+
 /// `POST /v1/computers` (and the MCP tool `computer_open`): an isolated browser session.
 #[derive(Debug, Clone, PartialEq, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -282,6 +286,10 @@ pub struct CreateComputer {
     /// Idle seconds after which the session is closed (default 900).
     #[serde(default)]
     pub ttl_seconds: Option<u64>,
+    /// The longest a step waits for the page to settle — its network to go quiet, then
+    /// its screen to stop moving — before capturing it as it is (1–30000; default 2000).
+    #[serde(default)]
+    pub settle_timeout_ms: Option<u64>,
 }
 
 /// A size in pixels.
@@ -409,6 +417,11 @@ pub struct ComputerStep {
     pub gates: Vec<Value>,
     /// False when the page was still changing when the screenshot was taken.
     pub settled: bool,
+    /// How settling ended: `quiet` (nothing moved once the network was idle), `stable`
+    /// (the screen moved; the step waited until it stopped) or `timeout` (the session's
+    /// `settle_timeout_ms` was reached; captured as it was).
+    #[serde(default = "quiet")]
+    pub settle: String,
     /// Milliseconds per phase: `gate`, `act`, `settle`, `capture`, `total`.
     #[schema(value_type = Object)]
     pub timings_ms: Value,
@@ -516,6 +529,9 @@ pub struct TrajectoryStep {
     pub screenshot: Option<ScreenshotRef>,
     /// Whether the page had settled.
     pub settled: bool,
+    /// How settling ended: `quiet`, `stable` or `timeout`.
+    #[serde(default = "quiet")]
+    pub settle: String,
     /// Milliseconds per phase.
     #[schema(value_type = Object)]
     pub timings_ms: Value,

@@ -122,6 +122,8 @@ pub struct Setup {
     pub image_format: ImageFormat,
     /// Idle time before the session is closed.
     pub ttl: Duration,
+    /// The longest a step waits for the page to settle.
+    pub settle_timeout: Duration,
 }
 
 fn size_arg(value: &Value, field: &str) -> Result<Size, String> {
@@ -224,6 +226,15 @@ impl Setup {
             }
             Some(seconds) => Duration::from_secs(seconds),
         };
+        let settle_timeout = match body.settle_timeout_ms {
+            None => cordon_computer::browser::DEFAULT_SETTLE_TIMEOUT,
+            Some(ms @ 1..=30_000) => Duration::from_millis(ms),
+            Some(ms) => {
+                return Err(invalid(format!(
+                    "`settle_timeout_ms` must be in 1..=30000, not {ms}"
+                )));
+            }
+        };
         Ok(Setup {
             url: body.url.clone(),
             viewport,
@@ -233,6 +244,7 @@ impl Setup {
             rules,
             image_format,
             ttl,
+            settle_timeout,
         })
     }
 
@@ -262,8 +274,17 @@ impl Setup {
         options.display = self.display;
         options.policy = self.policy.clone();
         options.start_url = Some(self.url.clone());
+        options.settle_cap = self.settle_timeout;
         options
     }
+}
+
+/// `quiet`, `stable` or `timeout`.
+fn settle_name(end: cordon_computer::SettleEnd) -> String {
+    serde_json::to_value(end)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_else(|| "quiet".to_owned())
 }
 
 /// Parses `anthropic | openai | gemini | native` (default `anthropic`).
@@ -497,6 +518,7 @@ impl LiveComputer {
             resolves: resolves.clone(),
             gates: gates.clone(),
             settled: report.settled,
+            settle: settle_name(report.settle),
             timings_ms: timings.clone(),
         };
         let screenshot_file = report
@@ -534,6 +556,7 @@ impl LiveComputer {
                 ),
             }),
             settled: report.settled,
+            settle: settle_name(report.settle),
             timings_ms: timings,
         });
         Stepped {

@@ -523,6 +523,7 @@ impl ComputerHub {
                     resolves: None,
                     gates: Vec::new(),
                     settled: true,
+                    settle: "quiet".to_owned(),
                     timings_ms: json!({}),
                 });
             }

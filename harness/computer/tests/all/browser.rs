@@ -394,3 +394,105 @@ async fn the_session_follows_a_popup_like_a_new_tab() {
     })
     .await;
 }
+
+/// A session's futures are `Send`, so sessions can run on every worker thread of a
+/// multi-threaded runtime (checked at compile time; nothing runs).
+#[test]
+fn session_futures_are_send() {
+    fn send<T: Send>(_: &T) {}
+    #[allow(dead_code, reason = "type-checked only")]
+    fn check(
+        c: &mut cordon_computer::Computer<cordon_computer::browser::BrowserSession>,
+        b: &cordon_computer::browser::Browser,
+        call: cordon_protocol::computer::ComputerCall,
+    ) {
+        send(&b.new_session(cordon_computer::browser::SessionOptions::default()));
+        send(&c.step(call, None));
+        send(&c.backend_mut().close());
+    }
+}
+
+/// A step waits for the screen to stop moving: a 400 ms CSS transition and a 400 ms
+/// script animation both show their end state, and the step says it waited.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_screenshot_shows_the_end_of_a_short_animation() {
+    let server = PageServer::start(None).await;
+    with_browser(|browser| async move {
+        for dpr in [1.0, 2.0] {
+            let opts = page_opts(dpr, server.url("/motion"));
+            let mut c = computer(&browser, opts, Rules::allow_all()).await;
+            // Left half: the page's background transitions from red to blue.
+            let r = ok_step(
+                &mut c,
+                Vendor::Anthropic,
+                json!({"action": "left_click", "coordinate": [300, 400]}),
+            )
+            .await;
+            let shot = Shot::of(&r);
+            assert_eq!(
+                shot.pixel(500, 500),
+                [0, 0, 255],
+                "dpr {dpr}: {:?}",
+                r.settle
+            );
+            assert_eq!(r.settle, cordon_computer::SettleEnd::Stable);
+            assert!(r.settled);
+            // Right half: a timer moves the bar to the right edge, then paints it blue.
+            let r = ok_step(
+                &mut c,
+                Vendor::Anthropic,
+                json!({"action": "left_click", "coordinate": [900, 400]}),
+            )
+            .await;
+            let shot = Shot::of(&r);
+            // The bar ends at CSS x 1180..1280, y 0..100: model x 944..1024, y 0..80.
+            assert_eq!(
+                shot.pixel(980, 40),
+                [0, 0, 255],
+                "dpr {dpr}: {:?}",
+                r.settle
+            );
+            assert_eq!(
+                shot.pixel(40, 40),
+                [0, 0, 255],
+                "dpr {dpr}: the page behind"
+            );
+            assert_eq!(r.settle, cordon_computer::SettleEnd::Stable);
+            // Nothing moves now: the next step does not wait.
+            let r = ok_step(&mut c, Vendor::Anthropic, json!({"action": "screenshot"})).await;
+            assert_eq!(r.settle, cordon_computer::SettleEnd::Quiet);
+            c.into_backend().close().await.unwrap();
+        }
+    })
+    .await;
+}
+
+/// A page that moves forever ends the step at the session's settle timeout, captured as
+/// it is; an endless CSS animation is not waited for at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endless_animation_ends_the_step_at_the_settle_timeout() {
+    let server = PageServer::start(None).await;
+    with_browser(|browser| async move {
+        let mut opts = page_opts(1.0, server.url("/endless"));
+        opts.settle_cap = std::time::Duration::from_millis(800);
+        let mut c = computer(&browser, opts, Rules::allow_all()).await;
+        // The spinner alone (CSS, endless) does not hold the step up.
+        let r = ok_step(&mut c, Vendor::Anthropic, json!({"action": "screenshot"})).await;
+        assert_eq!(r.settle, cordon_computer::SettleEnd::Quiet);
+        // The script animation never stops: the step ends at the timeout. The bound here is
+        // generous (timeout + several seconds); the figures are in the benchmarks.
+        let started = std::time::Instant::now();
+        let r = ok_step(
+            &mut c,
+            Vendor::Anthropic,
+            json!({"action": "left_click", "coordinate": [900, 400]}),
+        )
+        .await;
+        assert!(started.elapsed() < std::time::Duration::from_millis(800 + 5000));
+        assert_eq!(r.settle, cordon_computer::SettleEnd::Timeout);
+        assert!(!r.settled);
+        assert!(r.screenshot.is_some());
+        c.into_backend().close().await.unwrap();
+    })
+    .await;
+}

@@ -194,6 +194,35 @@ fn route(
              burst(); setInterval(burst, 100);</script>storm</body></html>"
                 .into(),
         ),
+        // Motion after a click on the left half (x < 640): a 400 ms CSS transition of the
+        // page from red to blue; on the right half, a 400 ms script animation (a timer
+        // moving a green bar across, then painting it blue).
+        "/motion" => html(
+            "<!doctype html><html><head><title>motion</title><style>\
+             body{margin:0;height:100vh;background:rgb(255,0,0);transition:background-color 400ms linear}\
+             body.done{background:rgb(0,0,255)} #bar{position:absolute;left:0;top:0;width:100px;height:100px;background:rgb(0,160,0)}\
+             </style></head><body><div id=bar></div><script>\
+             document.body.onclick = e => { if (e.clientX < 640) { document.body.className = 'done'; return; }\
+               const bar = document.getElementById('bar'), t0 = performance.now();\
+               const tick = () => { const p = Math.min(1, (performance.now() - t0) / 400);\
+                 bar.style.left = (p * 1180) + 'px'; if (p < 1) setTimeout(tick, 13); else bar.style.background = 'rgb(0,0,255)'; };\
+               tick(); };\
+             </script></body></html>"
+                .into(),
+        ),
+        // Motion that never ends: a script moving a bar forever on every frame, and an
+        // endless CSS animation.
+        "/endless" => html(
+            "<!doctype html><html><head><title>endless</title><style>\
+             @keyframes spin{to{transform:rotate(360deg)}} #spin{position:absolute;left:600px;top:300px;width:80px;height:80px;background:#333;animation:spin 1s linear infinite}\
+             #bar{position:absolute;left:0;top:0;width:100px;height:100px;background:rgb(0,160,0)}\
+             </style></head><body style='margin:0;height:100vh'><div id=spin></div><div id=bar></div><script>\
+             document.body.onclick = e => { if (e.clientX < 640) return; const bar = document.getElementById('bar');\
+               const tick = t => { bar.style.left = (t / 3 % 1180) + 'px'; requestAnimationFrame(tick); };\
+               requestAnimationFrame(tick); };\
+             </script></body></html>"
+                .into(),
+        ),
         "/delay" | "/late" => ("200 OK", "text/plain", "done".into(), String::new()),
         "/download" => ("200 OK", "application/octet-stream", "secret".into(), "Content-Disposition: attachment; filename=x.bin\r\n".into()),
         _ => html(format!("<!doctype html><title>page {path} on {me}</title><body>hello</body>")),

@@ -1,0 +1,162 @@
+//! Steps over the MiniWoB-style page set in `benches/pages` (a script-animated dialog, an
+//! autocomplete with a delayed sliding menu, CSS transitions, endless motion): per page,
+//! the step time (p50, p99, max), how each step's settling ended, and how many steps took
+//! longer than the session's settle timeout + 100 ms (target: none). A plain binary
+//! (`harness = false`): `cargo bench -p cordon-computer --bench pageset`; `BENCH_ROUNDS`
+//! sets how often each page's script runs (default 20).
+//!
+//! Needs Chromium: `sudo apt-get install -y chromium`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "bench binary")]
+
+use cordon_computer::browser::{Browser, BrowserOptions, DEFAULT_SETTLE_TIMEOUT, SessionOptions};
+use cordon_computer::display::{DisplaySpec, Size};
+use cordon_computer::gate::Rules;
+use cordon_computer::image::ImageFormat;
+use cordon_computer::{Computer, EngineOptions, SettleEnd, Status};
+use cordon_protocol::computer::{Vendor, decode};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::time::Instant;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+/// Serves `benches/pages/NAME` on 127.0.0.1.
+async fn serve(dir: PathBuf) -> String {
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = l.accept().await {
+            let dir = dir.clone();
+            tokio::spawn(async move {
+                let mut b = [0u8; 4096];
+                let n = s.read(&mut b).await.unwrap_or(0);
+                let req = String::from_utf8_lossy(&b[..n]);
+                let path = req.split_whitespace().nth(1).unwrap_or("/").to_owned();
+                let name = path.trim_start_matches('/');
+                let (status, body) = match std::fs::read(dir.join(name)) {
+                    Ok(body) if !name.contains("..") && name.ends_with(".html") => ("200 OK", body),
+                    _ => ("404 Not Found", Vec::new()),
+                };
+                let head = format!(
+                    "HTTP/1.1 {status}\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = s.write_all(head.as_bytes()).await;
+                let _ = s.write_all(&body).await;
+            });
+        }
+    });
+    format!("http://{addr}/")
+}
+
+fn pct(v: &mut [f64], p: f64) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[((v.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn click(x: i64, y: i64) -> Value {
+    json!({"action": "left_click", "coordinate": [x, y]})
+}
+
+/// One round of each page's script, in model pixels (1024×640 over 1280×800 CSS px).
+fn script(page: &str) -> Vec<Value> {
+    match page {
+        "dialog.html" => vec![click(160, 104), click(616, 360)],
+        "autocomplete.html" => vec![
+            click(200, 94),
+            json!({"action": "key", "text": "ctrl+a"}),
+            json!({"action": "type", "text": "A"}),
+            json!({"action": "screenshot"}),
+            click(200, 125),
+        ],
+        "transitions.html" => vec![
+            click(276, 50),
+            click(140, 50),
+            click(760, 96),
+            click(760, 136),
+        ],
+        _ => vec![
+            click(160, 184),
+            click(200, 254),
+            json!({"action": "type", "text": "x"}),
+        ],
+    }
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let rounds: usize = std::env::var("BENCH_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20);
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../benches/pages");
+    let base = serve(dir).await;
+    let mut options = BrowserOptions::default();
+    options.allow_private_network = true;
+    options.no_sandbox = true;
+    let browser = Browser::launch(options).await.expect("chromium");
+    let limit = DEFAULT_SETTLE_TIMEOUT.as_secs_f64() * 1000.0 + 100.0;
+    let mut worst = 0.0f64;
+    let mut over_all = 0;
+    for page in [
+        "dialog.html",
+        "autocomplete.html",
+        "transitions.html",
+        "endless.html",
+    ] {
+        let mut o = SessionOptions::default();
+        o.viewport = Size::new(1280, 800);
+        o.display = DisplaySpec::Fixed {
+            size: Size::new(1024, 640),
+        };
+        o.start_url = Some(format!("{base}{page}"));
+        let opened = Instant::now();
+        let session = browser.new_session(o).await.unwrap();
+        let mut e = EngineOptions::default();
+        e.rules = Rules::allow_all();
+        e.format = ImageFormat::JPEG;
+        let mut c = Computer::new(session, e);
+        let first = c
+            .step(
+                decode(Vendor::Anthropic, &json!({"action": "screenshot"})).unwrap(),
+                None,
+            )
+            .await
+            .unwrap();
+        let open_ms = opened.elapsed().as_secs_f64() * 1000.0;
+        let mut times = Vec::new();
+        let (mut quiet, mut stable, mut timeout) = (0, 0, 0);
+        for _ in 0..rounds {
+            for action in script(page) {
+                let call = decode(Vendor::Anthropic, &action).unwrap();
+                let t = Instant::now();
+                let r = c.step(call, None).await.unwrap();
+                times.push(t.elapsed().as_secs_f64() * 1000.0);
+                assert_eq!(r.status, Status::Ok, "{page} {action}: {:?}", r.error);
+                match r.settle {
+                    SettleEnd::Quiet => quiet += 1,
+                    SettleEnd::Stable => stable += 1,
+                    _ => timeout += 1,
+                }
+            }
+        }
+        let over = times.iter().filter(|&&t| t > limit).count();
+        over_all += over;
+        let max = times.iter().copied().fold(0.0, f64::max);
+        worst = worst.max(max);
+        println!(
+            "{page}: {} steps, p50 {:.1} ms, p99 {:.1} ms, max {max:.1} ms; settle quiet {quiet}, \
+             stable {stable}, timeout {timeout}; over {limit:.0} ms: {over}; new session + first \
+             screenshot {open_ms:.1} ms ({:?})",
+            times.len(),
+            pct(&mut times, 0.5),
+            pct(&mut times, 0.99),
+            first.settle,
+        );
+        c.into_backend().close().await.unwrap();
+    }
+    println!(
+        "page set: slowest step {worst:.1} ms; steps over settle timeout + 100 ms ({limit:.0} ms): {over_all} (target 0)"
+    );
+    browser.close().await.unwrap();
+}
