@@ -4,6 +4,7 @@
 #   - the pinned Rust toolchain and its wasm32-wasip1 target (rust-toolchain.toml)
 #   - clang, lld, wasi-libc, libclang-rt-dev-wasm32, llvm: compile QuickJS for wasm
 #   - tzdata: the time-zone database packed into the Python image (`zoneinfo`)
+#   - bubblewrap: contains the `bash` tool pack's commands (no network, read-only system)
 #   - chromium: the computer-use browser backend and its tests
 #   - xvfb, xterm, x11-utils (xmessage, xev, xwininfo), x11-xkb-utils (setxkbmap), xdotool:
 #     the desktop backend and its tests; libxkbcommon-dev: enigo links libxkbcommon
@@ -23,7 +24,7 @@ if ! rustup target list --installed --toolchain "$toolchain" 2>/dev/null | grep 
     rustup toolchain install "$toolchain" --profile minimal -c rustfmt -c clippy -t wasm32-wasip1 >&2
 fi
 
-packages=(clang lld wasi-libc libclang-rt-dev-wasm32 llvm tzdata chromium
+packages=(clang lld wasi-libc libclang-rt-dev-wasm32 llvm tzdata bubblewrap chromium
     xvfb xterm x11-utils x11-xkb-utils xdotool libxkbcommon-dev)
 missing=()
 for package in "${packages[@]}"; do

@@ -163,7 +163,7 @@ fn command_env(env: &BTreeMap<String, String>, inherit: &[String]) -> BTreeMap<S
 /// Kills a handler's process group when dropped: on every way a call ends (result,
 /// timeout, payload limit, the execution cancelled or dropped). Children the program
 /// started in the background die with it.
-struct GroupKiller(Option<rustix::process::Pid>);
+pub(crate) struct GroupKiller(pub(crate) Option<rustix::process::Pid>);
 
 impl Drop for GroupKiller {
     fn drop(&mut self) {

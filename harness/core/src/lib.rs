@@ -40,6 +40,7 @@
 pub mod broker;
 pub mod dispatch;
 mod handlers;
+pub mod packs;
 pub mod provider;
 pub mod registry;
 

@@ -9,6 +9,7 @@ mod batch;
 mod bounds;
 mod client;
 mod handlers;
+mod packs;
 mod policy;
 mod properties;
 mod registry;
