@@ -58,10 +58,10 @@ def _die_with_parent():
 class Cordon:
     """A `cordon serve` process with the gateway pointed at an upstream."""
 
-    def __init__(self, binary, upstream, extra=()):
+    def __init__(self, binary, upstream, extra=(), db=None):
         self.dir = tempfile.TemporaryDirectory(prefix="cordon-gateway-")
-        args = [binary, "serve", "--addr", "127.0.0.1:0",
-                "--db", os.path.join(self.dir.name, "cordon.db"),
+        self.db = db or os.path.join(self.dir.name, "cordon.db")
+        args = [binary, "serve", "--addr", "127.0.0.1:0", "--db", self.db,
                 "--upstream", upstream, *extra]
         self.args = args
         self.process = subprocess.Popen(

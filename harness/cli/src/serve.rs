@@ -106,6 +106,13 @@ pub struct ServeArgs {
     /// most half of --max-instances). A new one closes the least recently used.
     #[arg(long, default_value_t = cordon_gateway::DEFAULT_MAX_CONTAINERS, value_name = "N")]
     pub max_containers: usize,
+    /// Idle time after which a session of the session protocol (`PUT /session`) expires;
+    /// sessions are kept in the database until then, across restarts.
+    #[arg(long, default_value = "1h", value_name = "DURATION", value_parser = parse_duration)]
+    pub session_ttl: std::time::Duration,
+    /// The model of sessions whose `PUT /session` names none.
+    #[arg(long, value_name = "MODEL")]
+    pub session_model: Option<String>,
     #[command(flatten)]
     pub browser: crate::computer::BrowserFlags,
 }
@@ -158,7 +165,11 @@ fn gateway_setup(args: &ServeArgs) -> anyhow::Result<Option<GatewaySetup>> {
                 .min(usize::try_from(args.max_instances / 2).unwrap_or(usize::MAX)),
         );
     Ok(Some(
-        GatewaySetup::new(upstream).options(options).tools(tools),
+        GatewaySetup::new(upstream)
+            .options(options)
+            .tools(tools)
+            .session_ttl(args.session_ttl)
+            .default_model(args.session_model.clone()),
     ))
 }
 

@@ -41,6 +41,7 @@ mod ptc;
 pub mod record;
 mod run;
 pub mod script;
+pub mod session;
 pub mod sse;
 pub mod upstream;
 

@@ -1246,27 +1246,8 @@ impl Run<'_> {
 
     /// Runs one operator tool call (validated, `allow` or approved `ask`).
     async fn run_operator(&self, call: &ToolCall, approved: bool) -> ToolResult {
-        let Some(operator) = self.gw.operator.as_ref() else {
-            return error_result(&call.id, "no operator tools on this server".to_owned());
-        };
-        let mut ctx = CallContext::new(self.conversation.clone());
-        if approved {
-            ctx.approver = Arc::new(ApproveListed::new([call.name.clone()]));
-        }
         let started = Instant::now();
-        let done = operator
-            .call_batch(&ctx, vec![(call.name.clone(), call.input.to_string())])
-            .await;
-        let result = match done.into_iter().next().map(|d| d.result) {
-            Some(Ok(text)) => ToolResult {
-                call_id: call.id.clone(),
-                content: ToolResultContent::Text(text),
-                is_error: false,
-                extra: Extra::new(),
-            },
-            Some(Err(failure)) => error_result(&call.id, failure.message),
-            None => error_result(&call.id, "the tool did not run".to_owned()),
-        };
+        let result = call_operator(self.gw, &self.conversation, call, approved).await;
         if approved {
             self.record(
                 Entry::new(
@@ -1393,6 +1374,36 @@ impl Run<'_> {
     }
 }
 
+/// Runs one operator tool call (`allow`, or an `ask` one the user `approved`); its failures
+/// are the model's to read.
+pub(crate) async fn call_operator(
+    gw: &Inner,
+    conversation: &str,
+    call: &ToolCall,
+    approved: bool,
+) -> ToolResult {
+    let Some(operator) = gw.operator.as_ref() else {
+        return error_result(&call.id, "no operator tools on this server".to_owned());
+    };
+    let mut ctx = CallContext::new(conversation.to_owned());
+    if approved {
+        ctx.approver = Arc::new(ApproveListed::new([call.name.clone()]));
+    }
+    let done = operator
+        .call_batch(&ctx, vec![(call.name.clone(), call.input.to_string())])
+        .await;
+    match done.into_iter().next().map(|d| d.result) {
+        Some(Ok(text)) => ToolResult {
+            call_id: call.id.clone(),
+            content: ToolResultContent::Text(text),
+            is_error: false,
+            extra: Extra::new(),
+        },
+        Some(Err(failure)) => error_result(&call.id, failure.message),
+        None => error_result(&call.id, "the tool did not run".to_owned()),
+    }
+}
+
 /// Server calls that ran inline in a turn whose other calls went to the client, keyed by
 /// the id of that turn's first client call. Bounded (those turns forgotten reach the model
 /// without their inline calls).
@@ -1480,7 +1491,7 @@ enum Step {
     Continue(Vec<ContentBlock>, Vec<ContentBlock>),
 }
 
-fn error_result(call_id: &str, text: String) -> ToolResult {
+pub(crate) fn error_result(call_id: &str, text: String) -> ToolResult {
     ToolResult {
         call_id: call_id.to_owned(),
         content: ToolResultContent::Text(text),

@@ -45,6 +45,7 @@ use crate::store::{EventRow, Store, StoreError};
 
 mod files;
 mod gateway;
+mod session;
 pub use gateway::{GatewaySetup, parse_duration};
 
 /// Largest request body accepted by default (tool results may carry up to the default
@@ -276,6 +277,7 @@ impl HttpApi {
                 get(computer_screenshot),
             )
             .merge(gateway::routes())
+            .merge(session::routes())
             .merge(files::routes())
             .fallback(route_not_found)
             .method_not_allowed_fallback(method_not_allowed)

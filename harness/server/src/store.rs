@@ -36,6 +36,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde_json::Value;
 
 mod conversations;
+mod sessions;
 pub use conversations::{ConversationEntryRow, ConversationRow, NewConversationEntry};
 
 /// Schema version written to `meta`; bump with a migration when the tables change.
@@ -444,6 +445,7 @@ impl Store {
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.execute_batch(SCHEMA)?;
         conn.execute_batch(conversations::SCHEMA)?;
+        conn.execute_batch(sessions::SCHEMA)?;
         let found: Option<String> = conn
             .query_row("SELECT value FROM meta WHERE key = 'schema'", [], |row| {
                 row.get(0)

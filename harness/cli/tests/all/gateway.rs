@@ -236,3 +236,34 @@ fn gateway_openai_clients_get_openai_shaped_errors_before_anything_runs() {
 fn gateway_chat_completions_clients_get_server_tools_run_inline() {
     openai_scenario("chat_server_tools", "openai-chat");
 }
+
+// --- the session protocol, driven by an SSE client (`httpx`)
+
+fn session_scenario(name: &str, api: &str) {
+    python(
+        "session_protocol.py",
+        &[
+            name,
+            "--cordon",
+            env!("CARGO_BIN_EXE_cordon"),
+            "--upstream-api",
+            api,
+        ],
+    );
+}
+
+#[test]
+fn session_parallel_calls_of_every_kind_answered_in_one_post_across_client_and_server_restarts() {
+    session_scenario("parallel", "anthropic");
+    session_scenario("parallel", "openai-responses");
+}
+
+#[test]
+fn session_code_execution_keeps_state_and_bad_requests_apply_nothing() {
+    session_scenario("code_and_errors", "openai-chat");
+}
+
+#[test]
+fn session_idle_past_its_ttl_is_gone() {
+    session_scenario("expiry", "anthropic");
+}

@@ -40,6 +40,10 @@ pub struct GatewaySetup {
     pub options: GatewayOptions,
     /// Operator server tools (`--tools FILE`).
     pub tools: Option<ToolRegistry>,
+    /// Idle time after which a session of the session protocol expires.
+    pub session_ttl: Duration,
+    /// The model of sessions that name none.
+    pub default_model: Option<String>,
 }
 
 impl GatewaySetup {
@@ -49,20 +53,25 @@ impl GatewaySetup {
             upstream,
             options: GatewayOptions::default(),
             tools: None,
+            session_ttl: super::session::DEFAULT_SESSION_TTL,
+            default_model: None,
         }
     }
 
     crate::setters! {
         options: GatewayOptions,
         tools: Option<ToolRegistry>,
+        session_ttl: Duration,
+        default_model: Option<String>,
     }
 }
 
 /// The gateway as mounted: the loop and the store its conversations go to.
 #[derive(Debug)]
 pub(crate) struct Mount {
-    gateway: Gateway,
-    store: Arc<Store>,
+    pub(super) gateway: Gateway,
+    pub(super) store: Arc<Store>,
+    pub(super) sessions: super::session::Sessions,
 }
 
 impl Mount {
@@ -88,7 +97,11 @@ impl Mount {
         if let Some(tools) = setup.tools {
             gateway = gateway.with_operator_tools(tools);
         }
-        Mount { gateway, store }
+        Mount {
+            gateway,
+            store,
+            sessions: super::session::Sessions::new(setup.session_ttl, setup.default_model),
+        }
     }
 }
 
@@ -98,9 +111,19 @@ pub(crate) fn spawn_retention(mount: &Arc<Mount>, retain: Duration) {
     let every = (retain / 4).clamp(Duration::from_secs(1), Duration::from_secs(3600));
     let retain_ms = u64::try_from(retain.as_millis()).unwrap_or(u64::MAX);
     crate::hub::spawn_periodic(mount, every, move |mount| async move {
-        let cutoff = crate::store::now_ms().saturating_sub(retain_ms);
-        if let Err(error) = mount.store.purge_conversations(cutoff) {
+        let now = crate::store::now_ms();
+        if let Err(error) = mount
+            .store
+            .purge_conversations(now.saturating_sub(retain_ms))
+        {
             eprintln!("cordon serve: deleting old conversations failed: {error}");
+        }
+        let session_ttl_ms = u64::try_from(mount.sessions.ttl.as_millis()).unwrap_or(u64::MAX);
+        if let Err(error) = mount
+            .store
+            .purge_sessions(now.saturating_sub(session_ttl_ms))
+        {
+            eprintln!("cordon serve: deleting expired sessions failed: {error}");
         }
     });
 }
