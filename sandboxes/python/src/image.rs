@@ -281,7 +281,9 @@ mod _cordon {
     /// `tzdata_zones() -> [str]`: every zone name in the packed database.
     #[pyfunction]
     fn tzdata_zones(vm: &VirtualMachine) -> PyObjectRef {
-        let names = zones().map(|(name, _)| vm.ctx.new_str(name).into()).collect();
+        let names = zones()
+            .map(|(name, _)| vm.ctx.new_str(name).into())
+            .collect();
         vm.ctx.new_list(names).into()
     }
 
