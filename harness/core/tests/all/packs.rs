@@ -345,7 +345,9 @@ async fn bash_is_contained_no_network_and_no_writes_outside_root() {
     let probe = format!(
         "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 2); print(\"reached\")'"
     );
-    let network = call(&tools, "bash", json!({"command": probe})).await.unwrap();
+    let network = call(&tools, "bash", json!({"command": probe}))
+        .await
+        .unwrap();
     assert_eq!(network["contained"], true);
     assert_ne!(network["exit_code"], 0, "{network}");
     assert!(
