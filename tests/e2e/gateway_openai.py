@@ -298,6 +298,41 @@ def scenario_responses_tools(api):
         assert model.unexpected == []
 
 
+def scenario_responses_previous_response_id(api):
+    """`previous_response_id` continues a conversation Cordon kept: the client sends only
+    what is new, the upstream still reads everything."""
+    with harness.gateway(api) as (cordon, model):
+        openai_client = client(cordon)
+        tools = [responses_tool(WEATHER)]
+        model.push(reply(tool_use("get_weather", {"city": "Oslo"}, id="call_prev_1")),
+                   reply("Oslo: 3 C."), reply("Tomorrow too."))
+        first = openai_client.responses.create(model=MODEL, tools=tools,
+                                               input="Weather in Oslo?")
+        call = next(item for item in first.output if item.type == "function_call")
+        second = openai_client.responses.create(
+            model=MODEL, tools=tools, previous_response_id=first.id,
+            input=[{"type": "function_call_output", "call_id": call.call_id,
+                    "output": '{"temp_c": 3}'}])
+        assert second.output_text == "Oslo: 3 C.", second
+        assert second.id != first.id and second.id.startswith("resp_"), second.id
+        seen = model.requests[1]
+        assert "Weather in Oslo?" in seen.all_text(), seen
+        assert [i for i, _, _ in seen.tool_results()] == ["call_prev_1"], seen
+        third = openai_client.responses.create(
+            model=MODEL, tools=tools, previous_response_id=second.id, input="And tomorrow?")
+        assert third.output_text == "Tomorrow too.", third
+        text = model.requests[2].all_text()
+        for piece in ["Weather in Oslo?", "call_prev_1", "Oslo: 3 C.", "And tomorrow?"]:
+            assert piece in text, (piece, text)
+        # `store: false` keeps nothing to continue from.
+        model.push(reply("not kept"))
+        unkept = openai_client.responses.create(model=MODEL, input="hi", store=False)
+        message = expect_openai_error(400, lambda: openai_client.responses.create(
+            model=MODEL, previous_response_id=unkept.id, input="again"))
+        assert unkept.id in message, message
+        assert len(model.requests) == 4, model.requests
+
+
 def scenario_responses_errors(api):
     """Outputs that pair with no call, calls without output, `previous_response_id`:
     400s in OpenAI's shape before anything runs."""

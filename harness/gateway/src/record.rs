@@ -96,6 +96,14 @@ pub trait Recorder: Send + Sync + std::fmt::Debug {
     fn conversation_of_call(&self, call_id: &str) -> Option<String>;
     /// Whether `conversation` was begun here (a client may only continue those).
     fn knows(&self, conversation: &str) -> bool;
+    /// Keeps a Responses-API response for `previous_response_id`: the items it added to
+    /// the conversation (the request's new input, then its output) and the response it
+    /// continued. Without a place to keep them, `previous_response_id` is refused.
+    fn keep_response(&self, _id: &str, _parent: Option<&str>, _items: &Value) {}
+    /// A kept response: the response it continued and its items.
+    fn response(&self, _id: &str) -> Option<(Option<String>, Value)> {
+        None
+    }
 }
 
 /// Records nothing (bench mode).
@@ -117,6 +125,7 @@ impl Recorder for NoRecorder {
 #[derive(Debug, Default)]
 pub struct MemoryRecorder {
     conversations: Mutex<HashMap<String, Vec<Entry>>>,
+    responses: Mutex<HashMap<String, (Option<String>, Value)>>,
 }
 
 impl MemoryRecorder {
@@ -171,5 +180,20 @@ impl Recorder for MemoryRecorder {
 
     fn knows(&self, conversation: &str) -> bool {
         self.lock().contains_key(conversation)
+    }
+
+    fn keep_response(&self, id: &str, parent: Option<&str>, items: &Value) {
+        self.responses
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(id.to_owned(), (parent.map(str::to_owned), items.clone()));
+    }
+
+    fn response(&self, id: &str) -> Option<(Option<String>, Value)> {
+        self.responses
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(id)
+            .cloned()
     }
 }

@@ -98,6 +98,16 @@ pub(crate) async fn messages(gw: &Inner, call: MessagesCall) -> MessagesReply {
     let started = Instant::now();
     let stream = call.body.get("stream") == Some(&Value::Bool(true));
     let api = call.api;
+    // What a Responses request adds to its chain, kept with its output when it succeeds.
+    let chain = (api == Api::OpenaiResponses && call.body.get("store") != Some(&json!(false)))
+        .then(|| {
+            let previous = call
+                .body
+                .get("previous_response_id")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            (previous, input_items(&call.body))
+        });
     let mut computer_id = None;
     let outcome = handle(gw, &conversation, call, &mut computer_id).await;
     let reply = match outcome {
@@ -135,6 +145,16 @@ pub(crate) async fn messages(gw: &Inner, call: MessagesCall) -> MessagesReply {
             }
         }
     };
+    if let Some((previous, mut items)) = chain
+        && reply.status == 200
+        && let Some(id) = reply.body.get("id").and_then(Value::as_str)
+    {
+        if let Some(output) = reply.body.get("output").and_then(Value::as_array) {
+            items.extend(output.iter().cloned());
+        }
+        gw.recorder
+            .keep_response(id, previous.as_deref(), &Value::Array(items));
+    }
     // Recorded in one shape (Anthropic's) whatever the client speaks.
     let canonical = reply.turn.as_ref().map(anthropic::encode_response);
     let field = |name: &str| canonical.as_ref().and_then(|c| c.get(name)).cloned();
@@ -161,6 +181,49 @@ fn encode_response(api: Api, turn: &Turn) -> Value {
         Api::OpenaiChat => chat::encode_response(turn),
         Api::OpenaiResponses => responses::encode_response(turn),
     }
+}
+
+/// Responses one `previous_response_id` chain may go back through.
+const MAX_RESPONSE_CHAIN: usize = 10_000;
+
+/// A Responses request's `input` as items (a string is one user message).
+fn input_items(body: &Value) -> Vec<Value> {
+    match body.get("input") {
+        Some(Value::String(text)) => vec![json!({"role": "user", "content": text})],
+        Some(Value::Array(items)) => items.clone(),
+        _ => Vec::new(),
+    }
+}
+
+/// The items of response `id` and of every response it continued, oldest first.
+fn response_history(gw: &Inner, id: &str) -> Result<Vec<Value>, Fail> {
+    let mut chain = Vec::new();
+    let mut next = Some(id.to_owned());
+    while let Some(current) = next {
+        if chain.len() >= MAX_RESPONSE_CHAIN {
+            return Err(bad_request(format!(
+                "previous_response_id `{id}`: the chain is longer than {MAX_RESPONSE_CHAIN} \
+                 responses; send the whole conversation in `input`"
+            )));
+        }
+        let Some((parent, items)) = gw.recorder.response(&current) else {
+            return Err(bad_request(format!(
+                "previous_response_id `{current}` is not a response this server keeps \
+                 (unknown, deleted with the conversation history, or made with `store: \
+                 false`); send the whole conversation in `input`"
+            )));
+        };
+        chain.push(items);
+        next = parent;
+    }
+    Ok(chain
+        .into_iter()
+        .rev()
+        .flat_map(|items| match items {
+            Value::Array(items) => items,
+            _ => Vec::new(),
+        })
+        .collect())
 }
 
 /// The id prefix of a response in `api` (`msg_…`, `chatcmpl-…`, `resp_…`).
@@ -237,20 +300,20 @@ async fn handle(
     let mut request = match call.api {
         Api::Anthropic => anthropic::decode_request(&call.body),
         Api::OpenaiChat => chat::decode_request(&call.body),
-        Api::OpenaiResponses => {
-            if call
-                .body
-                .get("previous_response_id")
-                .is_some_and(|v| !v.is_null())
-            {
-                return Err(bad_request(
-                    "`previous_response_id` is not supported: send the whole conversation in \
-                     `input` (the messages, the `function_call` items and their \
-                     `function_call_output` items)",
-                ));
+        Api::OpenaiResponses => match call.body.get("previous_response_id") {
+            None | Some(Value::Null) => responses::decode_request(&call.body),
+            Some(Value::String(previous)) => {
+                let mut items = response_history(gw, previous)?;
+                items.extend(input_items(&call.body));
+                let mut body = call.body.clone();
+                if let Some(fields) = body.as_object_mut() {
+                    fields.remove("previous_response_id");
+                }
+                body["input"] = Value::Array(items);
+                responses::decode_request(&body)
             }
-            responses::decode_request(&call.body)
-        }
+            Some(_) => return Err(bad_request("`previous_response_id` must be a string")),
+        },
     }
     .map_err(|e| {
         bad_request(format!(
@@ -1006,6 +1069,7 @@ impl Run<'_> {
         let text =
             format!("Stopped: the tool-round limit ({max} model turns per request) was reached.");
         let mut turn = text_turn(&self.base.model, &text);
+        turn.id = response_id(self.api);
         turn.usage = self.usage.clone();
         turn.container = self.container_info();
         Ok((turn, Some("max_tool_rounds")))
@@ -1022,7 +1086,11 @@ impl Run<'_> {
 
     fn finish_turn(&self, turn: Turn, content: Vec<ContentBlock>, stop: StopReason) -> Turn {
         let mut out = turn;
-        if out.origin != Some(self.api.vendor()) || out.id.is_empty() {
+        // Responses ids are Cordon's own: `previous_response_id` names them.
+        if out.origin != Some(self.api.vendor())
+            || out.id.is_empty()
+            || self.api == Api::OpenaiResponses
+        {
             out.id = response_id(self.api);
         }
         out.content = content;

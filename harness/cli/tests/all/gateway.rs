@@ -221,6 +221,12 @@ fn gateway_responses_function_calls_round_trip_through_every_upstream() {
 }
 
 #[test]
+fn gateway_responses_previous_response_id_continues_a_kept_conversation() {
+    openai_scenario("responses_previous_response_id", "anthropic");
+    openai_scenario("responses_previous_response_id", "openai-responses");
+}
+
+#[test]
 fn gateway_chat_completions_tool_choice_reaches_the_upstream() {
     openai_scenario("chat_tool_choice", "anthropic");
     openai_scenario("chat_tool_choice", "openai-chat");

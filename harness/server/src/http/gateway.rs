@@ -287,6 +287,16 @@ impl Recorder for StoreRecorder {
     fn knows(&self, conversation: &str) -> bool {
         self.0.conversation_exists(conversation).unwrap_or(false)
     }
+
+    fn keep_response(&self, id: &str, parent: Option<&str>, items: &Value) {
+        if let Err(error) = self.0.keep_response(id, parent, items) {
+            eprintln!("cordon serve: keeping response {id}: {error}");
+        }
+    }
+
+    fn response(&self, id: &str) -> Option<(Option<String>, Value)> {
+        self.0.response(id).ok().flatten()
+    }
 }
 
 pub(super) fn routes() -> Router<AppState> {

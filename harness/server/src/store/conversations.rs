@@ -29,6 +29,12 @@ CREATE TABLE IF NOT EXISTS conversation_entries (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS conversation_entries_by_call ON conversation_entries (call_id)
     WHERE call_id IS NOT NULL;
+CREATE TABLE IF NOT EXISTS responses (
+    id          TEXT PRIMARY KEY,
+    parent      TEXT,
+    items       TEXT NOT NULL,
+    created_ms  INTEGER NOT NULL
+);
 ";
 
 /// One stored conversation entry.
@@ -211,6 +217,31 @@ impl Store {
             .optional()?)
     }
 
+    /// Keeps a Responses-API response's items for `previous_response_id`.
+    pub fn keep_response(&self, id: &str, parent: Option<&str>, items: &Value) -> Result<()> {
+        lock(&self.conn).execute(
+            "INSERT OR REPLACE INTO responses (id, parent, items, created_ms) \
+             VALUES (?1, ?2, ?3, ?4)",
+            params![id, parent, items.to_string(), to_i64(now_ms())],
+        )?;
+        Ok(())
+    }
+
+    /// A kept response: the response it continued and its items.
+    pub fn response(&self, id: &str) -> Result<Option<(Option<String>, Value)>> {
+        let row = lock(&self.conn)
+            .query_row(
+                "SELECT parent, items FROM responses WHERE id = ?1",
+                params![id],
+                |row| Ok((row.get::<_, Option<String>>(0)?, row.get::<_, String>(1)?)),
+            )
+            .optional()?;
+        match row {
+            Some((parent, items)) => Ok(Some((parent, serde_json::from_str(&items)?))),
+            None => Ok(None),
+        }
+    }
+
     /// Deletes conversations not updated since `cutoff_ms`; how many.
     pub fn purge_conversations(&self, cutoff_ms: u64) -> Result<usize> {
         let cutoff = to_i64(cutoff_ms);
@@ -223,6 +254,10 @@ impl Store {
         )?;
         let n = tx.execute(
             "DELETE FROM conversations WHERE updated_ms < ?1",
+            params![cutoff],
+        )?;
+        tx.execute(
+            "DELETE FROM responses WHERE created_ms < ?1",
             params![cutoff],
         )?;
         tx.commit()?;
