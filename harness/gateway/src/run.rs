@@ -792,13 +792,7 @@ impl Run<'_> {
                 if self.client_names.contains(&d.name) || d.policy == Policy::Deny || unanswerable {
                     continue;
                 }
-                self.offered.push(ToolDefinition::Function(FunctionTool {
-                    name: d.name.clone(),
-                    description: (!d.description.is_empty()).then(|| d.description.clone()),
-                    input_schema: d.input_schema.clone(),
-                    allowed_callers: Vec::new(),
-                    extra: Extra::new(),
-                }));
+                self.offered.push(operator_function(d));
             }
         }
         Ok(())
@@ -1440,6 +1434,17 @@ impl Run<'_> {
             }
         }
     }
+}
+
+/// An operator tool as the model is offered it.
+pub(crate) fn operator_function(declaration: &ToolDeclaration) -> ToolDefinition {
+    ToolDefinition::Function(FunctionTool {
+        name: declaration.name.clone(),
+        description: (!declaration.description.is_empty()).then(|| declaration.description.clone()),
+        input_schema: declaration.input_schema.clone(),
+        allowed_callers: Vec::new(),
+        extra: Extra::new(),
+    })
 }
 
 /// Runs one operator tool call (`allow`, or an `ask` one the user `approved`); its failures

@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::run::{call_operator, error_result};
+use crate::run::{call_operator, error_result, operator_function};
 use crate::{Credential, Gateway, Inner, fresh_id, ptc};
 
 /// The code tool's name for the model in sessions.
@@ -874,13 +874,7 @@ fn offered_tools(gw: &Inner, state: &SessionState) -> Vec<ToolDefinition> {
             if d.policy == Policy::Deny || state.tools.iter().any(|t| t.name == d.name) {
                 continue;
             }
-            offered.push(ToolDefinition::Function(FunctionTool {
-                name: d.name.clone(),
-                description: (!d.description.is_empty()).then(|| d.description.clone()),
-                input_schema: d.input_schema.clone(),
-                allowed_callers: Vec::new(),
-                extra: Extra::new(),
-            }));
+            offered.push(operator_function(d));
         }
     }
     offered
