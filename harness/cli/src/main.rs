@@ -1,12 +1,14 @@
 //! `cordon`: the command-line face of Cordon.
 
 mod approve;
+mod ask;
 mod computer;
 mod demo;
 mod files;
 mod mcp;
 mod run;
 mod serve;
+mod tools;
 
 use std::process::ExitCode;
 
@@ -36,6 +38,8 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Serve MCP (`execute_code` and the computer tools) on stdio, or Streamable HTTP with --http.
     Mcp(mcp::McpArgs),
+    /// Work with a tools file: `cordon tools export FILE --format anthropic|openai|mcp`.
+    Tools(tools::ToolsArgs),
 }
 
 fn main() -> ExitCode {
@@ -58,6 +62,7 @@ fn main() -> ExitCode {
             Command::Replay(args) => computer::replay(args).await,
             Command::Serve(args) => serve::run(args).await,
             Command::Mcp(args) => mcp::run(args).await,
+            Command::Tools(args) => tools::run(args),
         }
     });
     match outcome {

@@ -16,6 +16,7 @@ use cordon_core::{Dispatcher, ToolRegistry};
 use cordon_protocol::execution::{
     ExecutionEvent, ExecutionResult, ExecutionStatus, Language, Limits, ResultEncoding, Stream,
 };
+use cordon_protocol::tool::Locus;
 use cordon_sandbox::{ExecutionRequest, Sandbox, SandboxConfig};
 
 use crate::approve;
@@ -180,6 +181,16 @@ pub async fn execute_and_report(
     request: ExecutionRequest,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
+    execute_with_answers(sandbox, request, json, crate::ask::AnswerSource::Tty).await
+}
+
+/// [`execute_and_report`], answering `user_ask` calls from `answers`.
+pub async fn execute_with_answers(
+    sandbox: &Sandbox,
+    request: ExecutionRequest,
+    json: bool,
+    answers: crate::ask::AnswerSource,
+) -> anyhow::Result<ExitCode> {
     let mut execution = sandbox.execute(request);
     let control = execution.control();
     let terminal = Terminals::detect();
@@ -200,6 +211,15 @@ pub async fn execute_and_report(
                 Some(ExecutionEvent::Completed(done)) => {
                     result = Some(done);
                     break;
+                }
+                Some(ExecutionEvent::ToolCall { id, name, input, locus: Locus::Client, .. }) if name == "user_ask" => {
+                    let control = control.clone();
+                    // Reading the terminal blocks; the execution waits for the answer anyway.
+                    tokio::task::spawn_blocking(move || {
+                        let answer = crate::ask::answer(id, &input, answers);
+                        // Refused only when the call stopped waiting (timeout, cancel).
+                        let _ = control.submit_tool_results(vec![answer]);
+                    });
                 }
                 Some(_) => {}
                 None => break,
@@ -351,7 +371,12 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(prepared) = &prepared {
         request = request.workspace(prepared.workspace.clone());
     }
-    let exit = execute_and_report(&sandbox, request, args.json).await?;
+    let answers = if args.file == "-" {
+        crate::ask::AnswerSource::Tty
+    } else {
+        crate::ask::AnswerSource::Stdin
+    };
+    let exit = execute_with_answers(&sandbox, request, args.json, answers).await?;
     if let Some(prepared) = &prepared {
         prepared.finish(&args.files)?;
     }

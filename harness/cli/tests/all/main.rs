@@ -14,6 +14,7 @@ mod browser;
 mod desktop;
 mod files;
 mod gateway;
+mod packs;
 mod serve;
 
 use pretty_assertions::assert_eq;
