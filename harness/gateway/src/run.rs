@@ -1281,7 +1281,18 @@ impl Run<'_> {
         // Something needs the client: the model's turn, with code calls shown as server
         // tools and calls that ran inline left out (kept aside, so the model's view of this
         // turn gets them back when the client answers).
-        if !inline.is_empty()
+        // Reasoning in another vendor's shape than the client's cannot reach the client, but
+        // its vendor wants it back beside the calls: it is kept aside too.
+        let client_vendor = self.api.vendor();
+        let reasoning: Vec<ContentBlock> = turn
+            .content
+            .iter()
+            .filter(
+                |b| matches!(b, ContentBlock::Reasoning { vendor, .. } if *vendor != client_vendor),
+            )
+            .cloned()
+            .collect();
+        if (!inline.is_empty() || !reasoning.is_empty())
             && let Some(key) = calls.iter().find(|c| to_client.contains(&c.id))
         {
             let ran: Vec<ToolCall> = calls
@@ -1291,7 +1302,14 @@ impl Run<'_> {
                 .collect();
             let ran_results: Vec<ToolResult> =
                 ran.iter().filter_map(|c| results.remove(&c.id)).collect();
-            self.gw.stash.keep(&key.id, ran, ran_results);
+            self.gw.stash.keep(
+                &key.id,
+                Aside {
+                    reasoning,
+                    calls: ran,
+                    results: ran_results,
+                },
+            );
         }
         let mut content = Vec::new();
         for block in &turn.content {
@@ -1477,12 +1495,20 @@ pub(crate) async fn call_operator(
     }
 }
 
-/// Server calls that ran inline in a turn whose other calls went to the client, keyed by
-/// the id of that turn's first client call. Bounded (those turns forgotten reach the model
-/// without their inline calls).
+/// What of a turn handed to the client the client never sees: the server calls that ran
+/// inline with their results, and reasoning in another vendor's shape.
+#[derive(Debug, Clone)]
+struct Aside {
+    reasoning: Vec<ContentBlock>,
+    calls: Vec<ToolCall>,
+    results: Vec<ToolResult>,
+}
+
+/// [`Aside`] parts of turns whose calls went to the client, keyed by the id of that turn's
+/// first client call. Bounded (those turns forgotten reach the model without them).
 #[derive(Debug)]
 pub(crate) struct Stash {
-    kept: Kept<(Vec<ToolCall>, Vec<ToolResult>)>,
+    kept: Kept<Aside>,
 }
 
 const STASH_MAX: usize = 10_000;
@@ -1496,12 +1522,13 @@ impl Default for Stash {
 }
 
 impl Stash {
-    fn keep(&self, key: &str, calls: Vec<ToolCall>, results: Vec<ToolResult>) {
-        self.kept.insert(key, (calls, results));
+    fn keep(&self, key: &str, kept: Aside) {
+        self.kept.insert(key, kept);
     }
 
-    /// Puts kept calls back into the assistant message holding their key, and their
-    /// results at the start of the user message after it.
+    /// Puts kept reasoning and calls back into the assistant message holding their key
+    /// (reasoning first, calls last), and the results at the start of the user message
+    /// after it.
     fn restore(&self, view: &mut [Message]) {
         if self.kept.is_empty() {
             return;
@@ -1514,12 +1541,18 @@ impl Stash {
                 ContentBlock::ToolCall(c) => self.kept.get(&c.id),
                 _ => None,
             });
-            let Some((calls, results)) = found else {
+            let Some(Aside {
+                reasoning,
+                calls,
+                results,
+            }) = found
+            else {
                 continue;
             };
             if view.get(i + 1).is_none_or(|m| m.role != Role::User) {
                 continue;
             }
+            view[i].content.splice(0..0, reasoning);
             view[i]
                 .content
                 .extend(calls.into_iter().map(ContentBlock::ToolCall));

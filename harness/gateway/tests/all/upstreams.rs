@@ -64,3 +64,66 @@ async fn openai_responses_upstream() {
     round_trip(Api::OpenaiResponses, false).await;
     round_trip(Api::OpenaiResponses, true).await;
 }
+
+#[tokio::test]
+async fn reasoning_the_client_cannot_carry_goes_back_to_its_upstream_beside_the_calls() {
+    use cordon_protocol::conversation::{ContentBlock, Extra, ToolCall, Vendor, responses};
+    let standin = StandIn::start().await;
+    let reasoning = json!({"type": "reasoning", "id": "rs_1", "summary": [],
+                           "encrypted_content": "opaque-state"});
+    let mut turn = responses::decode_response(&json!({
+        "id": "resp_up", "object": "response", "model": "m", "status": "completed",
+        "output": [], "usage": {"input_tokens": 1, "output_tokens": 1}
+    }))
+    .unwrap();
+    turn.content = vec![
+        ContentBlock::Reasoning {
+            vendor: Vendor::OpenaiResponses,
+            data: reasoning.clone(),
+        },
+        ContentBlock::ToolCall(ToolCall {
+            id: "call_r".into(),
+            name: "get_weather".into(),
+            input: json!({"city": "Rome"}),
+            caller: None,
+            extra: Extra::new(),
+        }),
+    ];
+    standin.push(crate::common::Answer::Native(turn));
+    standin.turn(json!([{"type": "text", "text": "Sunny."}]));
+    let (gw, _) = gateway(&standin, Api::OpenaiResponses, GatewayOptions::default());
+    let question = json!({"role": "user", "content": "Rome?"});
+    let reply = send(&gw, request(json!([question]), weather_tools())).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    // The Anthropic client sees the call only: it has no place for OpenAI reasoning.
+    let content = reply.body["content"].clone();
+    assert_eq!(content.as_array().unwrap().len(), 1, "{content}");
+    let answer = json!({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "call_r", "content": "sunny"}
+    ]});
+    let reply = send(
+        &gw,
+        request(
+            json!([question, {"role": "assistant", "content": content}, answer]),
+            weather_tools(),
+        ),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let input = standin.bodies()[1]["input"].as_array().unwrap().clone();
+    let kinds: Vec<&str> = input
+        .iter()
+        .map(|item| item["type"].as_str().unwrap_or("message"))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "message",
+            "reasoning",
+            "function_call",
+            "function_call_output"
+        ],
+        "{input:?}"
+    );
+    assert_eq!(input[1], reasoning);
+}

@@ -24,6 +24,9 @@ pub enum Answer {
     Error(u16, Value),
     /// Wait this long, then answer the turn.
     Slow(Duration, Value),
+    /// A turn given in canonical form (for blocks the Anthropic shape cannot state, like
+    /// another vendor's reasoning).
+    Native(Turn),
 }
 
 #[derive(Debug, Default)]
@@ -162,6 +165,7 @@ async fn answer(
             full_turn(&value)
         }
         Some(Answer::Turn(value)) => full_turn(&value),
+        Some(Answer::Native(turn)) => turn,
     };
     if body["stream"] == true {
         let events = match api {
