@@ -89,7 +89,7 @@ async fn reasoning_the_client_cannot_carry_goes_back_to_its_upstream_beside_the_
             extra: Extra::new(),
         }),
     ];
-    standin.push(crate::common::Answer::Native(turn));
+    standin.push(crate::common::Answer::Native(Box::new(turn)));
     standin.turn(json!([{"type": "text", "text": "Sunny."}]));
     let (gw, _) = gateway(&standin, Api::OpenaiResponses, GatewayOptions::default());
     let question = json!({"role": "user", "content": "Rome?"});

@@ -26,7 +26,7 @@ pub enum Answer {
     Slow(Duration, Value),
     /// A turn given in canonical form (for blocks the Anthropic shape cannot state, like
     /// another vendor's reasoning).
-    Native(Turn),
+    Native(Box<Turn>),
 }
 
 #[derive(Debug, Default)]
@@ -165,7 +165,7 @@ async fn answer(
             full_turn(&value)
         }
         Some(Answer::Turn(value)) => full_turn(&value),
-        Some(Answer::Native(turn)) => turn,
+        Some(Answer::Native(turn)) => *turn,
     };
     if body["stream"] == true {
         let events = match api {
