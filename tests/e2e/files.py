@@ -12,8 +12,12 @@ import json
 import sys
 import time
 
+import os
+import tempfile
+
 import anyio
 import httpx
+import mcp_types as types
 from mcp import Client, StdioServerParameters
 
 SALES = "city,amount\nParis,3\nOslo,4\nParis,5\n"
@@ -156,12 +160,43 @@ async def mcp_scenario(binary):
         assert escape.is_error and "invalid workspace path" in text_of(escape), text_of(escape)
 
 
+async def mcp_user_ask(binary):
+    """`user_ask` (the tool pack) becomes an elicitation to the client's user."""
+    asked = []
+
+    async def answer(context, params):
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"answer": "blue"})
+
+    with tempfile.TemporaryDirectory() as folder:
+        tools = os.path.join(folder, "tools.json")
+        with open(tools, "w") as f:
+            json.dump({"tools": [{"pack": "user_ask"}]}, f)
+        params = StdioServerParameters(command=binary, args=["mcp", "--no-computer", "--tools", tools])
+        async with Client(params, mode="legacy", elicitation_callback=answer) as client:
+            with anyio.fail_after(60):
+                result = await client.call_tool("execute_code", {
+                    "code": "await user_ask(question='Which color?', options=['red', 'blue'])",
+                })
+        assert not result.is_error, text_of(result)
+        assert result.structured_content["result"] == {"answer": "blue", "is_freeform": False}, result.structured_content
+        assert len(asked) == 1 and "Which color?" in asked[0] and "red / blue" in asked[0], asked
+        # A client that cannot be asked gets an error result the code can catch.
+        async with Client(params, mode="legacy") as client:
+            with anyio.fail_after(60):
+                result = await client.call_tool("execute_code", {
+                    "code": "try:\n    await user_ask(question='?')\n    r = 'answered'\nexcept ToolError as e:\n    r = str(e)\nr",
+                })
+        assert "does not support elicitation" in result.structured_content["result"], result.structured_content
+
+
 def main():
     mode = sys.argv[1]
     if mode == "http":
         http_scenario(sys.argv[2])
     elif mode == "mcp":
         anyio.run(mcp_scenario, sys.argv[2])
+        anyio.run(mcp_user_ask, sys.argv[2])
     else:
         raise SystemExit(f"unknown mode {mode}")
     print(json.dumps({"ok": mode}))

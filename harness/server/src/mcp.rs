@@ -17,6 +17,7 @@
 //!   result says why) when it did not. Computer actions whose approval rule says `ask` go
 //!   the same way.
 
+mod ask;
 mod computer;
 mod files;
 
@@ -173,10 +174,11 @@ impl McpServer {
         limits: Limits,
         options: McpOptions,
     ) -> Result<Self, McpSetupError> {
-        if let Some(tool) = registry
-            .iter()
-            .find(|tool| tool.declaration.handler.locus() == Locus::Client)
-        {
+        if let Some(tool) = registry.iter().find(|tool| {
+            // `user_ask` is answered by the client's user (elicitation); no other
+            // client tool has anyone to answer it.
+            tool.declaration.handler.locus() == Locus::Client && tool.name() != "user_ask"
+        }) {
             return Err(McpSetupError::ClientTool(tool.name().to_owned()));
         }
         if let Some(rules) = &options.computer_rules {
@@ -422,6 +424,16 @@ impl McpServer {
                 event = events.recv() => match event {
                     Some(ExecutionEvent::Completed(result)) => break result,
                     Some(ExecutionEvent::OutputDelta { text, .. }) => output_bytes += text.len(),
+                    Some(ExecutionEvent::ToolCall { id, name, input, locus: Locus::Client, .. }) if name == "user_ask" => {
+                        let peer = context.peer.clone();
+                        let elicitation = approver.elicitation;
+                        let control = control.clone();
+                        tokio::spawn(async move {
+                            let answer = ask::answer(&peer, elicitation, id, &input).await;
+                            // Refused only when the call stopped waiting (timeout, cancel).
+                            let _ = control.submit_tool_results(vec![answer]);
+                        });
+                    }
                     Some(ExecutionEvent::ApprovalRequired { approval_id, call_id, tool, input, reason }) => {
                         let request = ApprovalRequest { approval_id, call_id, tool, input, reason };
                         let approver = approver.clone();
