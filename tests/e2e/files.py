@@ -66,6 +66,9 @@ def run(http, sandbox, code):
 
 def http_scenario(base):
     with httpx.Client(base_url=base, timeout=httpx.Timeout(30.0)) as http:
+        # Workspaces live in the server's memory: a sandbox cannot ask for more than 1 GiB.
+        check_error(http.post("/v1/sandboxes", json={"language": "python", "limits": {"workspace_bytes": 2 << 30}}),
+                    422, "invalid_request")
         for stateful in (False, True):
             created = http.post("/v1/sandboxes", json={
                 "language": "python", "stateful": stateful,

@@ -24,6 +24,10 @@ use crate::store::{SandboxRow, Store, now_ms};
 pub const DEFAULT_TTL: Duration = Duration::from_secs(3600);
 /// Longest idle time a sandbox may ask for.
 pub const MAX_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
+/// Largest `workspace_bytes` a sandbox may ask for: workspaces live in the server's memory.
+pub const MAX_WORKSPACE_BYTES: u64 = 1 << 30;
+/// Largest `workspace_files` a sandbox may ask for.
+pub const MAX_WORKSPACE_FILES: u64 = 100_000;
 /// How often expired sandboxes are looked for.
 const REAP_EVERY: Duration = Duration::from_secs(10);
 
@@ -152,6 +156,18 @@ impl Hub {
         stateful: bool,
         ttl: Duration,
     ) -> Result<(String, u64), ApiError> {
+        if limits.workspace_bytes > MAX_WORKSPACE_BYTES
+            || limits.workspace_files > MAX_WORKSPACE_FILES
+        {
+            return Err(ApiError::invalid_request(
+                "invalid_request",
+                format!(
+                    "limits.workspace_bytes may be at most {MAX_WORKSPACE_BYTES} and \
+                     limits.workspace_files at most {MAX_WORKSPACE_FILES} (workspaces are held \
+                     in the server's memory)"
+                ),
+            ));
+        }
         let invalid = |error: cordon_core::RegistryError| {
             ApiError::invalid_request("invalid_tools", error.to_string())
         };
