@@ -80,18 +80,29 @@ async fn main() {
     uncapped_opts.uncapped_frames = true;
     let uncapped = Browser::launch(uncapped_opts).await.expect("chromium");
     let mut cordon_step = f64::NAN;
-    for (dpr, format, name, b) in [
-        (1.0, ImageFormat::JPEG, "jpeg q80, dpr 1", &browser),
-        (1.0, ImageFormat::Png, "png, dpr 1", &browser),
-        (2.0, ImageFormat::JPEG, "jpeg q80, dpr 2", &browser),
+    let mut cordon_p99 = f64::NAN;
+    for (dpr, format, name, b, screencast) in [
+        (1.0, ImageFormat::JPEG, "jpeg q80, dpr 1", &browser, true),
+        (
+            1.0,
+            ImageFormat::JPEG,
+            "jpeg q80, dpr 1, captureScreenshot clip.scale",
+            &browser,
+            false,
+        ),
+        (1.0, ImageFormat::Png, "png, dpr 1", &browser, true),
+        (2.0, ImageFormat::JPEG, "jpeg q80, dpr 2", &browser, true),
         (
             1.0,
             ImageFormat::JPEG,
             "jpeg q80, dpr 1, uncapped_frames",
             &uncapped,
+            true,
         ),
     ] {
-        let session = b.new_session(opts(&url, dpr)).await.unwrap();
+        let mut o = opts(&url, dpr);
+        o.screencast = screencast;
+        let session = b.new_session(o).await.unwrap();
         let mut e = EngineOptions::default();
         e.rules = Rules::allow_all();
         e.format = format;
@@ -121,6 +132,7 @@ async fn main() {
         let p50 = pct(&mut total, 0.5);
         if dpr == 1.0 && format == ImageFormat::JPEG && cordon_step.is_nan() {
             cordon_step = p50;
+            cordon_p99 = pct(&mut total, 0.99);
         }
         println!(
             "step (click+settle+capture+scale+encode) 1280x800 -> 1024x640, {name}: p50 {:.1} ms, p99 {:.1} ms \
@@ -193,11 +205,11 @@ async fn main() {
     if std::env::var("BENCH_PEERS").is_ok_and(|v| v == "0") {
         return;
     }
-    peers(&url, n, cordon_step, cordon_session).await;
+    peers(&url, n, cordon_step, cordon_p99, cordon_session).await;
 }
 
 /// Runs `benches/peers/browser.mjs` against the same page and prints the comparison.
-async fn peers(url: &str, n: usize, cordon_step: f64, cordon_session: f64) {
+async fn peers(url: &str, n: usize, cordon_step: f64, cordon_p99: f64, cordon_session: f64) {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../benches/peers");
     if !dir.join("node_modules/playwright-core").exists() {
         println!(
@@ -260,6 +272,10 @@ async fn peers(url: &str, n: usize, cordon_step: f64, cordon_session: f64) {
     println!(
         "ratio step Cordon / Playwright: {:.2} (target <= 1.0; {cordon_step:.1} / {playwright:.1} ms)",
         cordon_step / playwright
+    );
+    println!(
+        "ratio step Cordon p99 / Playwright p50: {:.2} (target <= 1.5; {cordon_p99:.1} / {playwright:.1} ms)",
+        cordon_p99 / playwright
     );
     println!(
         "ratio step @playwright/mcp / Cordon: {:.1}x (target >= 8; {mcp:.1} / {cordon_step:.1} ms)",

@@ -40,9 +40,10 @@ use chromiumoxide::cdp::browser_protocol::network::{
 use chromiumoxide::cdp::browser_protocol::page::{
     AddScriptToEvaluateOnNewDocumentParams, CaptureScreenshotFormat, CaptureScreenshotParams,
     EventFileChooserOpened, EventFrameNavigated, EventFrameStartedLoading,
-    EventFrameStoppedLoading, EventNavigatedWithinDocument, FileChooserOpenedMode,
-    GetLayoutMetricsParams, GetNavigationHistoryParams, NavigateParams,
-    NavigateToHistoryEntryParams, SetInterceptFileChooserDialogParams, Viewport,
+    EventFrameStoppedLoading, EventNavigatedWithinDocument, EventScreencastFrame,
+    FileChooserOpenedMode, GetLayoutMetricsParams, GetNavigationHistoryParams, NavigateParams,
+    NavigateToHistoryEntryParams, ScreencastFrameAckParams, SetInterceptFileChooserDialogParams,
+    StartScreencastFormat, StartScreencastParams, StopScreencastParams, Viewport,
 };
 use chromiumoxide::cdp::browser_protocol::target::{
     CloseTargetParams, CreateBrowserContextParams, CreateTargetParams, EventTargetCreated,
@@ -67,6 +68,10 @@ pub const DEFAULT_CHROMIUM: &str = "/usr/lib/chromium/chromium";
 /// that opens windows in a loop gets its extra windows closed as they open, so it cannot
 /// take the shared Chromium down; the model is told in the step's text.
 pub const MAX_OPEN_PAGES: usize = 20;
+
+/// How long a capture waits for the screencast's first frame before it asks
+/// `Page.captureScreenshot` instead.
+const SCREENCAST_WAIT: Duration = Duration::from_millis(500);
 
 /// How long a step waits at most for the page to settle, by default.
 pub const DEFAULT_SETTLE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -162,6 +167,11 @@ pub struct SessionOptions {
     pub settle_cap: Duration,
     /// Opened when the session starts.
     pub start_url: Option<String>,
+    /// Capture the whole viewport as the first frame of a screencast started for it,
+    /// scaled by the compositor (default). `false`: `Page.captureScreenshot` with
+    /// `clip.scale`, which re-renders the page at the model's scale and costs about a
+    /// frame more (measured in `docs/benchmarks.md`). Zoomed regions always use the latter.
+    pub screencast: bool,
     /// Files a file chooser of the page is answered with (one for a single-file input,
     /// all for a multiple one). Empty: every file chooser is refused and nothing is
     /// uploaded. The `file-upload` gate rule still applies to clicks on file inputs.
@@ -180,6 +190,7 @@ impl Default for SessionOptions {
             downloads: None,
             settle_cap: DEFAULT_SETTLE_TIMEOUT,
             start_url: None,
+            screencast: true,
             uploads: Vec::new(),
         }
     }
@@ -760,6 +771,7 @@ impl Browser {
             settle_cap: opts.settle_cap,
             settle_deadline: None,
             settle_end: SettleEnd::Quiet,
+            screencast: opts.screencast,
             buttons: 0,
             needs_frame: false,
             scroll_hint: None,
@@ -945,6 +957,8 @@ struct NetWatch {
     /// Requests, loads and URL changes seen so far: tells whether the page started work
     /// between two points in time, even work that already finished.
     activity: u64,
+    /// The page's screencast frames (only flowing while a capture runs).
+    frames: SyncStream<Arc<EventScreencastFrame>>,
 }
 
 enum NetEvent {
@@ -1022,7 +1036,12 @@ impl NetWatch {
                 multiple: e.mode == FileChooserOpenedMode::SelectMultiple,
             })
             .boxed();
+        let frames = page
+            .event_listener::<EventScreencastFrame>()
+            .await
+            .map_err(cdp)?;
         Ok(Self {
+            frames: SyncStream::new(frames),
             events: SyncStream::new(futures::stream::select_all([a, b, c, d, e, f, g, h])),
             choosers: Vec::new(),
             inflight: HashSet::new(),
@@ -1177,6 +1196,8 @@ pub struct BrowserSession {
     viewport: Size,
     dpr: f64,
     settle_cap: Duration,
+    /// See [`SessionOptions::screencast`].
+    screencast: bool,
     /// When the current step's settling must end (set when it starts).
     settle_deadline: Option<tokio::time::Instant>,
     /// How the current step's settling ended so far.
@@ -1922,6 +1943,12 @@ impl BrowserSession {
         // page at the new scale. Capturing at scale 1 and resizing here (decode + SIMD
         // resize + encode) was measured too, and was slower on 2 loaded cores.
         //
+        if self.screencast_fits(plan)
+            && let Some((data, at)) = self.screencast_frame(plan, format).await?
+        {
+            self.scroll_hint = None;
+            return Ok((fit(data, format, plan.out, format)?, at));
+        }
         // The clip is in document coordinates, so add the scroll offset, read now because
         // wheel scrolling lands on the compositor after the page's own turn (measured: an
         // offset read while settling was stale at DPR 2).
@@ -1948,6 +1975,67 @@ impl BrowserSession {
         };
         let data = self.screenshot(format, clip).await?;
         Ok((fit(data, format, plan.out, format)?, (page_x, page_y)))
+    }
+
+    /// Whether `plan` is the whole viewport shown at the model's size, which the
+    /// screencast delivers directly.
+    fn screencast_fits(&self, plan: &CapturePlan) -> bool {
+        self.screencast
+            && plan.clip.x == 0.0
+            && plan.clip.y == 0.0
+            && plan.clip.width == f64::from(self.viewport.width)
+            && plan.clip.height == f64::from(self.viewport.height)
+            && plan.out.width <= self.viewport.width
+            && plan.out.height <= self.viewport.height
+    }
+
+    /// The whole viewport at the model's size from a screencast started now and stopped
+    /// after its first frame: the compositor scales the frame (`maxWidth`/`maxHeight`)
+    /// and draws it for the screencast, so no re-render at another scale is needed (that
+    /// costs `clip.scale` a frame). The first frame is drawn after the start, so after
+    /// the input (checked: 0 stale frames in 300 steps at DPR 1 and 2). Also returns the
+    /// scroll offset the frame was drawn at. `None`: no frame came in time (the caller
+    /// falls back to `Page.captureScreenshot`).
+    async fn screencast_frame(
+        &mut self,
+        plan: &CapturePlan,
+        format: ImageFormat,
+    ) -> Result<Option<(Vec<u8>, (f64, f64))>> {
+        // Frames of an earlier capture that came after its stop.
+        while let Some(Some(_)) = self.net.frames.next().now_or_never() {}
+        let (cast_format, quality) = match format {
+            ImageFormat::Png => (StartScreencastFormat::Png, None),
+            ImageFormat::Jpeg { quality } => {
+                (StartScreencastFormat::Jpeg, Some(i64::from(quality)))
+            }
+        };
+        self.page
+            .execute(StartScreencastParams {
+                format: Some(cast_format),
+                quality,
+                max_width: Some(i64::from(plan.out.width)),
+                max_height: Some(i64::from(plan.out.height)),
+                every_nth_frame: Some(1),
+            })
+            .await
+            .map_err(cdp)?;
+        let frame = tokio::time::timeout(SCREENCAST_WAIT, self.net.frames.next()).await;
+        let stopped = self.page.execute(StopScreencastParams::default()).await;
+        let Ok(Some(frame)) = frame else {
+            stopped.map_err(cdp)?;
+            return Ok(None);
+        };
+        let _acked = self
+            .page
+            .execute(ScreencastFrameAckParams::new(frame.session_id))
+            .await;
+        stopped.map_err(cdp)?;
+        let b64: &str = frame.data.as_ref();
+        let data = base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .map_err(|e| Error::Browser(format!("screencast frame: {e}")))?;
+        let m = &frame.metadata;
+        Ok(Some((data, (m.scroll_offset_x, m.scroll_offset_y))))
     }
 
     /// `Page.captureScreenshot` of `clip`, decoded from base64.
