@@ -330,6 +330,78 @@ async fn computer_steps(http: &reqwest::Client, url: &str) {
     }
 }
 
+/// Steps per second of one session stepping alone, then of 8 sessions stepping at once
+/// (each its own HTTP client loop), over HTTP with JPEG screenshots. Target: 8 sessions
+/// ≥ 1.7× one session's rate on 2 cores.
+async fn computer_concurrency(http: &reqwest::Client, url: &str) {
+    const SESSIONS: usize = 8;
+    const STEPS: usize = 60;
+    let page = page_server().await;
+    let mut ids = Vec::new();
+    for _ in 0..SESSIONS {
+        let response = http
+            .post(format!("{url}/v1/computers"))
+            .json(&json!({"url": page, "display": "1024x640", "rules": [], "image_format": "jpeg"}))
+            .send()
+            .await
+            .expect("open");
+        if response.status() != reqwest::StatusCode::CREATED {
+            println!("computer concurrency: skipped ({})", response.status());
+            return;
+        }
+        let created: Value = response.json().await.expect("json");
+        ids.push(created["id"].as_str().expect("id").to_owned());
+    }
+    let click = json!({"actions": [{"action": "left_click", "coordinate": [192, 160]}]});
+    let run = |id: String, steps: usize| {
+        let http = http.clone();
+        let url = url.to_owned();
+        let click = click.clone();
+        async move {
+            for _ in 0..steps {
+                let step: Value = http
+                    .post(format!("{url}/v1/computers/{id}/actions"))
+                    .json(&click)
+                    .send()
+                    .await
+                    .expect("step")
+                    .json()
+                    .await
+                    .expect("json");
+                assert_eq!(step["status"], "ok", "{step}");
+            }
+        }
+    };
+    // Warm every session up.
+    let warm: Vec<_> = ids
+        .iter()
+        .map(|id| tokio::spawn(run(id.clone(), 5)))
+        .collect();
+    for task in warm {
+        task.await.expect("warm-up");
+    }
+    let started = Instant::now();
+    run(ids[0].clone(), STEPS * 2).await;
+    let one = (STEPS * 2) as f64 / started.elapsed().as_secs_f64();
+    let started = Instant::now();
+    let tasks: Vec<_> = ids
+        .iter()
+        .map(|id| tokio::spawn(run(id.clone(), STEPS)))
+        .collect();
+    for task in tasks {
+        task.await.expect("session");
+    }
+    let many = (SESSIONS * STEPS) as f64 / started.elapsed().as_secs_f64();
+    println!(
+        "computer sessions stepping at once (jpeg, click + settle + capture over HTTP): 1 session \
+         {one:.1} steps/s; {SESSIONS} sessions {many:.1} steps/s in all = {:.2}x (target >= 1.7 on 2 cores)",
+        many / one
+    );
+    for id in ids {
+        let _ = http.delete(format!("{url}/v1/computers/{id}")).send().await;
+    }
+}
+
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -351,6 +423,7 @@ fn main() {
             .build()
             .expect("client");
         computer_steps(&http, &url).await;
+        computer_concurrency(&http, &url).await;
         // Chromium stops now, not when the process exits (it would outlive it).
         stop.shutdown().await;
         if std::env::var_os("BENCH_COMPUTER_ONLY").is_some() {

@@ -2,17 +2,15 @@
 //! and shared by every session (each gets its own BrowserContext), sessions set up from a
 //! [`CreateComputer`] body, and model calls decoded from any vendor's shape.
 //!
-//! The browser backend's futures are not `Send` (a session borrows itself across awaits
-//! and is not `Sync`), so they cannot run on the server's multi-threaded runtime. Every
-//! session therefore runs on one worker thread with a single-threaded runtime, and callers
-//! send it jobs. A job runs to its end even if its caller stops waiting (an HTTP client
-//! that hangs up mid-step): a step is never cut in half.
+//! Every job on a session (open, step, decide, close) is a task of its own on the server's
+//! multi-threaded runtime, so sessions step on every core; a session's own jobs are
+//! serialized by its lock. A job runs to its end even if its caller stops waiting (an
+//! HTTP client that hangs up mid-step): a step is never cut in half.
 
 use std::future::Future;
 use std::path::PathBuf;
-use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -27,7 +25,6 @@ use cordon_computer::{
 };
 use cordon_protocol::computer::{Action, ComputerCall, Vendor, decode};
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 
 use crate::api::{
     ComputerApproval, ComputerStep, CreateComputer, ScreenshotBody, ScreenshotRef, SizeBody,
@@ -567,80 +564,34 @@ impl LiveComputer {
     }
 }
 
-type Job = Box<dyn FnOnce() -> Pin<Box<dyn Future<Output = ()>>> + Send>;
-
-/// The thread every computer session runs on (started on first use).
+/// Where computer jobs run: each job is a task of its own on the server's runtime, so
+/// sessions step on every worker thread at once, and a job runs to its end even if its
+/// caller stops waiting (an HTTP client that hangs up mid-step).
 #[derive(Default)]
 struct Worker {
-    jobs: OnceLock<Option<mpsc::UnboundedSender<Job>>>,
+    started: std::sync::atomic::AtomicBool,
 }
 
 impl Worker {
-    fn sender(&self) -> Option<&mpsc::UnboundedSender<Job>> {
-        self.jobs
-            .get_or_init(|| {
-                let (sender, mut receiver) = mpsc::unbounded_channel::<Job>();
-                let spawned = std::thread::Builder::new()
-                    .name("cordon-computers".into())
-                    .spawn(move || {
-                        let runtime = match tokio::runtime::Builder::new_current_thread()
-                            .enable_all()
-                            .build()
-                        {
-                            Ok(runtime) => runtime,
-                            Err(error) => {
-                                eprintln!(
-                                    "cordon: the computer-use runtime did not start: {error}"
-                                );
-                                return;
-                            }
-                        };
-                        let local = tokio::task::LocalSet::new();
-                        local.block_on(&runtime, async move {
-                            while let Some(job) = receiver.recv().await {
-                                tokio::task::spawn_local(job());
-                            }
-                        });
-                    });
-                match spawned {
-                    Ok(_) => Some(sender),
-                    Err(error) => {
-                        eprintln!("cordon: the computer-use thread did not start: {error}");
-                        None
-                    }
-                }
-            })
-            .as_ref()
-    }
-
-    /// Runs `job` on the worker and waits for its output.
+    /// Runs `job` as a task of its own and waits for its output.
     async fn run<T, F, Fut>(&self, job: F) -> Result<T, ComputerError>
     where
         T: Send + 'static,
         F: FnOnce() -> Fut + Send + 'static,
-        Fut: Future<Output = T> + 'static,
+        Fut: Future<Output = T> + Send + 'static,
     {
-        let gone = || ComputerError::Browser("the computer-use worker thread is gone".to_owned());
-        let (done, output) = tokio::sync::oneshot::channel();
-        let job: Job = Box::new(move || {
-            Box::pin(async move {
-                let _ = done.send(job().await);
-            })
-        });
-        self.sender()
-            .ok_or_else(gone)?
-            .send(job)
-            .map_err(|_| gone())?;
-        output.await.map_err(|_| gone())
+        self.started.store(true, Ordering::SeqCst);
+        tokio::spawn(job()).await.map_err(|error| {
+            ComputerError::Browser(format!("the computer-use task failed: {error}"))
+        })
     }
 }
 
-/// Computer sessions of one server: the worker thread and the one Chromium (started on the
-/// first session, restarted by the browser backend if it crashes).
+/// Computer sessions of one server and the one Chromium (started on the first session,
+/// restarted by the browser backend if it crashes).
 pub struct ComputerPool {
     options: BrowserOptions,
     worker: Worker,
-    /// Only touched on the worker thread.
     browser: Arc<tokio::sync::Mutex<Option<Browser>>>,
     pid: Arc<AtomicU32>,
 }
@@ -824,7 +775,7 @@ impl ComputerPool {
     }
 
     fn jobs_started(&self) -> bool {
-        self.worker.jobs.get().is_some()
+        self.worker.started.load(Ordering::SeqCst)
     }
 }
 
