@@ -333,6 +333,55 @@ def scenario_responses_previous_response_id(api):
         assert len(model.requests) == 4, model.requests
 
 
+GATHER = ("import asyncio\n"
+          "r = await asyncio.gather(get_weather(city='Paris'), get_weather(city='Oslo'))\n"
+          "print('got', r[0]['temp'], r[1])")
+
+
+def scenario_responses_ptc(api):
+    """Programmatic tool calling for a Responses client: `code_interpreter` runs in Cordon's
+    sandbox; tools with `allowed_callers: ["programmatic"]` are functions of the program,
+    whose calls come back as `function_call` items with `caller: {"type": "program"}`."""
+    with harness.gateway(api) as (cordon, model):
+        openai_client = client(cordon)
+        weather = dict(responses_tool(WEATHER), allowed_callers=["programmatic"])
+        tools = [{"type": "code_interpreter", "container": {"type": "auto"}}, weather]
+        model.push(reply(tool_use("code_execution", {"code": GATHER}, id="toolu_prog")),
+                   reply("Paris is warmer."))
+        question = {"role": "user", "content": "Compare Paris and Oslo"}
+        raw = openai_client.responses.with_raw_response.create(model=MODEL, tools=tools,
+                                                               input=[question])
+        body = json.loads(raw.http_response.text)
+        Response.model_validate(body)
+        first = raw.parse()
+        # The model was offered the code tool only: get_weather is the program's.
+        assert model.requests[0].tool_names() == ["code_execution"], model.requests[0]
+        kinds = [item.type for item in first.output]
+        assert kinds == ["code_interpreter_call", "function_call", "function_call"], body
+        code_call = first.output[0]
+        assert code_call.status == "in_progress" and code_call.code == GATHER, body
+        assert code_call.container_id.startswith("container_"), body
+        calls = first.output[1:]
+        assert [json.loads(c.arguments)["city"] for c in calls] == ["Paris", "Oslo"], body
+        for raw_call in body["output"][1:]:
+            assert raw_call["caller"] == {"type": "program", "caller_id": code_call.id}, raw_call
+
+        history = [question] + [item.model_dump(exclude_none=True) for item in first.output]
+        history += [
+            {"type": "function_call_output", "call_id": calls[0].call_id, "output": '{"temp": 21}'},
+            {"type": "function_call_output", "call_id": calls[1].call_id, "output": "cold"}]
+        final = openai_client.responses.create(model=MODEL, tools=tools, input=history)
+        kinds = [item.type for item in final.output]
+        assert kinds == ["code_interpreter_call", "message"], final
+        done = final.output[0]
+        assert done.id == code_call.id and done.status == "completed", done
+        assert done.outputs[0].logs == "got 21 cold\n", done
+        assert final.output_text == "Paris is warmer.", final
+        # The model read the program's output, never the intermediate results.
+        seen = model.requests[1].all_text()
+        assert "got 21 cold" in seen and calls[0].call_id not in seen, seen
+
+
 def scenario_responses_errors(api):
     """Outputs that pair with no call, calls without output, `previous_response_id`:
     400s in OpenAI's shape before anything runs."""

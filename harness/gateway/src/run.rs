@@ -183,6 +183,38 @@ fn encode_response(api: Api, turn: &Turn) -> Value {
     }
 }
 
+/// Whether a built-in tool type is the code tool: Anthropic's `code_execution_*`, or
+/// OpenAI's `code_interpreter` (for Responses clients).
+fn is_code_tool(kind: &str) -> bool {
+    kind.starts_with("code_execution_") || kind == "code_interpreter"
+}
+
+/// The container a Responses client names: its `code_interpreter` tool's `container` (an
+/// id), else the container of the last code call in its input.
+fn responses_container(body: &Value) -> Option<String> {
+    let named = body
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|t| t["type"] == "code_interpreter")
+        .find_map(|t| t["container"].as_str().map(str::to_owned));
+    named.or_else(|| {
+        body.get("input")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .rev()
+            .filter(|item| item["type"] == "code_interpreter_call")
+            .find_map(|item| {
+                item["container_id"]
+                    .as_str()
+                    .filter(|id| !id.is_empty())
+                    .map(str::to_owned)
+            })
+    })
+}
+
 /// Responses one `previous_response_id` chain may go back through.
 const MAX_RESPONSE_CHAIN: usize = 10_000;
 
@@ -331,6 +363,11 @@ async fn handle(
         Some(Value::Object(c)) => c.get("id").and_then(Value::as_str).map(str::to_owned),
         Some(_) => return Err(bad_request("`container` must be a container id")),
     };
+    let container_param = container_param.or_else(|| {
+        (call.api == Api::OpenaiResponses)
+            .then(|| responses_container(&call.body))
+            .flatten()
+    });
     let approvals = take_approvals(&mut request)?;
     validate_pairing(&request).map_err(|e| bad_request(e.to_string()))?;
     // A conversation ending on the model's own tool calls asks the model to go on without
@@ -472,7 +509,7 @@ fn program_call_ids(messages: &[Message]) -> HashSet<String> {
 fn is_program_call(call: &ToolCall) -> bool {
     call.caller
         .as_ref()
-        .is_some_and(|c| c.kind.starts_with("code_execution"))
+        .is_some_and(|c| is_code_tool(&c.kind) || c.kind == "program")
 }
 
 /// The conversation as the model saw it: `server_tool_use` blocks are the model's function
@@ -684,7 +721,7 @@ impl Run<'_> {
         let mut ptc_kind: Option<String> = None;
         for tool in tools {
             if let ToolDefinition::BuiltIn { kind, .. } = tool
-                && kind.starts_with("code_execution_")
+                && is_code_tool(kind)
             {
                 ptc_kind = Some(kind.clone());
             }
@@ -694,9 +731,11 @@ impl Run<'_> {
             match tool {
                 ToolDefinition::Function(f) => {
                     self.client_names.insert(f.name.clone());
-                    let programmatic = ptc_kind
-                        .as_ref()
-                        .is_some_and(|k| f.allowed_callers.iter().any(|c| c == k));
+                    let programmatic = ptc_kind.as_ref().is_some_and(|k| {
+                        f.allowed_callers
+                            .iter()
+                            .any(|c| c == k || c == "programmatic")
+                    });
                     if programmatic {
                         ptc_decls.push(ToolDeclaration {
                             name: f.name.clone(),
@@ -714,7 +753,7 @@ impl Run<'_> {
                         self.offered.push(ToolDefinition::Function(offered));
                     }
                 }
-                ToolDefinition::BuiltIn { kind, .. } if kind.starts_with("code_execution_") => {}
+                ToolDefinition::BuiltIn { kind, .. } if is_code_tool(kind) => {}
                 ToolDefinition::BuiltIn { kind, data, .. } if kind.starts_with("computer_") => {
                     let name = data["name"].as_str().unwrap_or("computer").to_owned();
                     match (computer_header, &self.gw.computers) {
@@ -1102,6 +1141,7 @@ impl Run<'_> {
         model: Option<&str>,
     ) -> Turn {
         let mut turn = text_turn(model.unwrap_or(&self.base.model), "");
+        turn.id = response_id(self.api);
         turn.content = content;
         turn.stop_reason = Some(stop);
         turn.container = self.container_info();

@@ -227,6 +227,12 @@ fn gateway_responses_previous_response_id_continues_a_kept_conversation() {
 }
 
 #[test]
+fn gateway_responses_programmatic_tool_calling_in_openai_terms() {
+    openai_scenario("responses_ptc", "anthropic");
+    openai_scenario("responses_ptc", "openai-chat");
+}
+
+#[test]
 fn gateway_chat_completions_tool_choice_reaches_the_upstream() {
     openai_scenario("chat_tool_choice", "anthropic");
     openai_scenario("chat_tool_choice", "openai-chat");

@@ -20,6 +20,8 @@ use super::{
 type Result<T, E = ConversionError> = std::result::Result<T, E>;
 
 const ITEM: &str = "item";
+/// The name Cordon's code tool has in the canonical conversation.
+const CODE_TOOL: &str = "code_execution";
 
 /// Decode a `/responses` request body.
 pub fn decode_request(body: &Value) -> Result<Request> {
@@ -206,6 +208,54 @@ fn decode_items(items: &[Value], system: &mut Option<System>) -> Result<Vec<Mess
                 };
                 push_block(&mut messages, Role::Assistant, ContentBlock::ToolCall(call));
             }
+            "code_interpreter_call" => {
+                // Code Cordon ran for the model: its call, and its result once it ended.
+                let id = take_str(&mut m, "id")
+                    .ok_or_else(|| ConversionError::field("code_interpreter_call.id"))?;
+                let code = m.get("code").cloned().unwrap_or(Value::Null);
+                // A program that waited for the client shows up twice: running, then done.
+                let known = messages.iter().flat_map(|m| &m.content).any(
+                    |b| matches!(b, ContentBlock::ServerToolCall { id: known, .. } if *known == id),
+                );
+                if !known {
+                    push_block(
+                        &mut messages,
+                        Role::Assistant,
+                        ContentBlock::ServerToolCall {
+                            id: id.clone(),
+                            name: CODE_TOOL.to_owned(),
+                            input: json!({"code": code}),
+                            extra: Map::new(),
+                        },
+                    );
+                }
+                let status = m.get("status").and_then(Value::as_str).unwrap_or_default();
+                if matches!(status, "completed" | "failed") {
+                    let logs: Vec<&str> = m
+                        .get("outputs")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|o| o.get("logs").and_then(Value::as_str))
+                        .collect();
+                    push_block(
+                        &mut messages,
+                        Role::Assistant,
+                        ContentBlock::ServerToolResult {
+                            kind: "code_execution_tool_result".into(),
+                            tool_use_id: id,
+                            content: json!({
+                                "type": "code_execution_result",
+                                "stdout": logs.concat(),
+                                "stderr": "",
+                                "return_code": i32::from(status == "failed"),
+                                "content": [],
+                            }),
+                            extra: Map::new(),
+                        },
+                    );
+                }
+            }
             "function_call_output" => {
                 m.remove("type");
                 let call_id = take_str(&mut m, "call_id")
@@ -374,7 +424,9 @@ fn encode_items(messages: &[Message], same: bool, output: bool) -> Vec<Value> {
                     }));
                     if let Some(caller) = &call.caller {
                         // Anthropic's `code_execution_*` caller is Responses' `program`.
-                        let kind = if caller.kind.starts_with("code_execution") {
+                        let kind = if caller.kind.starts_with("code_execution")
+                            || caller.kind == "code_interpreter"
+                        {
                             "program"
                         } else {
                             &caller.kind
@@ -422,6 +474,48 @@ fn encode_items(messages: &[Message], same: bool, output: bool) -> Vec<Value> {
                 } => {
                     flush(&mut open, &mut items);
                     items.push(data.clone());
+                }
+                // Code run by the server: one `code_interpreter_call` item, completed by
+                // its result.
+                ContentBlock::ServerToolCall { id, input, .. } => {
+                    flush(&mut open, &mut items);
+                    items.push(json!({
+                        "type": "code_interpreter_call", "id": id,
+                        "code": input.get("code").cloned().unwrap_or(Value::Null),
+                        "container_id": "", "outputs": null, "status": "in_progress",
+                    }));
+                }
+                ContentBlock::ServerToolResult {
+                    tool_use_id,
+                    content,
+                    ..
+                } => {
+                    flush(&mut open, &mut items);
+                    let found = items.iter().rposition(|item| {
+                        item["type"] == "code_interpreter_call" && item["id"] == *tool_use_id
+                    });
+                    // The call went out in an earlier response (the program waited for the
+                    // client): the result is an item of its own, with the call's id.
+                    let at = found.unwrap_or_else(|| {
+                        items.push(json!({
+                            "type": "code_interpreter_call", "id": tool_use_id, "code": null,
+                            "container_id": "", "outputs": null, "status": "in_progress",
+                        }));
+                        items.len() - 1
+                    });
+                    if let Some(item) = items.get_mut(at) {
+                        let mut logs = String::new();
+                        for key in ["stdout", "stderr"] {
+                            logs.push_str(content[key].as_str().unwrap_or_default());
+                        }
+                        if let Some(code) = content["error_code"].as_str() {
+                            logs.push_str(&format!("error: {code}"));
+                        }
+                        let failed = content["return_code"].as_i64().unwrap_or(0) != 0
+                            || content["type"] == "code_execution_tool_result_error";
+                        item["outputs"] = json!([{"type": "logs", "logs": logs}]);
+                        item["status"] = json!(if failed { "failed" } else { "completed" });
+                    }
                 }
                 _ => {}
             }
@@ -595,6 +689,14 @@ pub fn encode_response(turn: &Turn) -> Value {
     let same = turn.origin == Some(Vendor::OpenaiResponses);
     let message = Message::new(Role::Assistant, turn.content.clone());
     let mut output = encode_items(std::slice::from_ref(&message), same, true);
+    // Code calls name the container they ran in.
+    if let Some(container) = &turn.container {
+        for item in &mut output {
+            if item["type"] == "code_interpreter_call" {
+                item["container_id"] = json!(container.id);
+            }
+        }
+    }
     // Output items always carry an id and a status (input items need not).
     for (n, item) in output.iter_mut().enumerate() {
         if let Value::Object(item) = item {

@@ -326,8 +326,16 @@ fn turns_cross_between_responses_and_the_others() {
     snapshot("responses_response_as_chat", &chat::encode_response(&turn));
     let turn = anthropic::decode_response(&fixture("anthropic_response")).unwrap();
     let body = responses::encode_response(&turn);
-    assert_eq!(body["output"][1]["type"], json!("function_call"));
-    assert_eq!(body["output"][1]["call_id"], json!("toolu_3"));
+    // The server-run code call is a `code_interpreter_call` item; the program's call of a
+    // client tool names it as its `program` caller.
+    assert_eq!(body["output"][1]["type"], json!("code_interpreter_call"));
+    assert_eq!(body["output"][1]["id"], json!("srvtoolu_1"));
+    assert_eq!(body["output"][2]["type"], json!("function_call"));
+    assert_eq!(body["output"][2]["call_id"], json!("toolu_3"));
+    assert_eq!(
+        body["output"][2]["caller"],
+        json!({"type": "program", "caller_id": "srvtoolu_1"})
+    );
     snapshot("anthropic_response_as_responses", &body);
 }
 
@@ -458,4 +466,38 @@ fn empty_text_beside_tool_calls_does_not_reach_anthropic() {
         as_anthropic["messages"][1]["content"],
         json!([{"type": "tool_use", "id": "call_1", "name": "f", "input": {}}])
     );
+}
+
+#[test]
+fn a_code_call_shown_twice_to_a_responses_client_decodes_to_one_call_and_its_result() {
+    // The program waited for the client (running), then ended (completed, in the next
+    // response): the client sends both items back.
+    let body = json!({"model": "m", "input": [
+        {"role": "user", "content": "go"},
+        {"type": "code_interpreter_call", "id": "srvtoolu_9", "code": "print(1)",
+         "container_id": "container_1", "outputs": null, "status": "in_progress"},
+        {"type": "code_interpreter_call", "id": "srvtoolu_9", "code": null,
+         "container_id": "container_1", "outputs": [{"type": "logs", "logs": "1\n"}],
+         "status": "completed"}
+    ]});
+    let request = responses::decode_request(&body).unwrap();
+    let blocks: Vec<&conversation::ContentBlock> =
+        request.messages.iter().flat_map(|m| &m.content).collect();
+    let calls = blocks
+        .iter()
+        .filter(|b| matches!(b, conversation::ContentBlock::ServerToolCall { .. }))
+        .count();
+    assert_eq!(calls, 1);
+    let result = blocks.iter().find_map(|b| match b {
+        conversation::ContentBlock::ServerToolResult {
+            tool_use_id,
+            content,
+            ..
+        } => Some((tool_use_id.clone(), content.clone())),
+        _ => None,
+    });
+    let (id, content) = result.expect("the completed item carries the result");
+    assert_eq!(id, "srvtoolu_9");
+    assert_eq!(content["stdout"], json!("1\n"));
+    assert_eq!(content["return_code"], json!(0));
 }
