@@ -650,16 +650,18 @@ fn code_tool_description(ptc_tools: &ToolRegistry) -> String {
 
 /// The display a computer tool declares (`display_width_px`, `display_height_px`).
 fn display_of(data: &Value) -> Option<(u64, u64)> {
+    // Anthropic's `display_width_px`, OpenAI's `display_width`.
+    let side =
+        |anthropic: &str, openai: &str| data[anthropic].as_u64().or_else(|| data[openai].as_u64());
     Some((
-        data["display_width_px"].as_u64()?,
-        data["display_height_px"].as_u64()?,
+        side("display_width_px", "display_width")?,
+        side("display_height_px", "display_height")?,
     ))
 }
 
 /// Anthropic's computer tool as a function tool, for upstreams without the built-in.
 fn computer_function(name: &str, data: &Value) -> ToolDefinition {
-    let width = data["display_width_px"].as_u64().unwrap_or(1024);
-    let height = data["display_height_px"].as_u64().unwrap_or(768);
+    let (width, height) = display_of(data).unwrap_or((1024, 768));
     ToolDefinition::Function(FunctionTool {
         name: name.to_owned(),
         description: Some(format!(
@@ -754,7 +756,9 @@ impl Run<'_> {
                     }
                 }
                 ToolDefinition::BuiltIn { kind, .. } if is_code_tool(kind) => {}
-                ToolDefinition::BuiltIn { kind, data, .. } if kind.starts_with("computer_") => {
+                ToolDefinition::BuiltIn { kind, data, vendor }
+                    if kind.starts_with("computer_") || kind == "computer" =>
+                {
                     let name = data["name"].as_str().unwrap_or("computer").to_owned();
                     match (computer_header, &self.gw.computers) {
                         (Some(binding), Some(computers)) => {
@@ -789,7 +793,14 @@ impl Run<'_> {
                             self.client_names.insert(name.clone());
                         }
                     }
-                    if self.gw.upstream.api() == crate::Api::Anthropic {
+                    // The vendor's own tool reaches an upstream of that vendor when Cordon runs
+                    // Anthropic's actions (bound) or the client runs the vendor's (unbound:
+                    // `computer_call` items pass through as they are). Otherwise the model
+                    // gets a function taking Anthropic's actions, which Cordon or the client
+                    // runs.
+                    let upstream_vendor = self.gw.upstream.api().vendor();
+                    let bound = self.computer.is_some();
+                    if *vendor == upstream_vendor && (!bound || *vendor == Vendor::Anthropic) {
                         self.offered.push(tool.clone());
                     } else {
                         self.offered.push(computer_function(&name, data));

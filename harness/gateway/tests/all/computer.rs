@@ -140,3 +140,94 @@ async fn an_openai_upstream_gets_the_computer_as_a_function_tool() {
             > 5
     );
 }
+
+#[tokio::test]
+async fn openais_computer_tool_bound_for_a_responses_client_runs_in_cordon() {
+    let standin = StandIn::start().await;
+    let fake = Arc::new(FakeComputers::default());
+    let (gw, _) = gateway(&standin, Api::Anthropic, GatewayOptions::default());
+    let gw = gw.with_computers(fake.clone());
+    standin.turn(json!([{"type": "tool_use", "id": "toolu_s", "name": "computer", "input": {"action": "screenshot"}}]));
+    standin.turn(json!([{"type": "text", "text": "I see the shop."}]));
+    let body = json!({"model": "m", "input": "What is on the page?", "tools": [
+        {"type": "computer_use_preview", "display_width": 1024, "display_height": 640,
+         "environment": "browser"}
+    ]});
+    let reply = gw
+        .messages(
+            MessagesCall::new(body)
+                .api(Api::OpenaiResponses)
+                .computer(Some("http://127.0.0.1:9/shop".into())),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert_eq!(reply.body["object"], "response");
+    let output = reply.body["output"].as_array().unwrap();
+    assert_eq!(output.len(), 1, "{output:?}");
+    assert_eq!(output[0]["content"][0]["text"], "I see the shop.");
+    // The Anthropic model got a computer tool it can call; the action ran in Cordon.
+    let offered = &standin.bodies()[0]["tools"][0];
+    assert_eq!(offered["name"], "computer", "{offered}");
+    assert!(
+        offered.get("input_schema").is_some(),
+        "a function tool: {offered}"
+    );
+    assert_eq!(
+        fake.actions.lock().unwrap().clone(),
+        vec![(json!({"action": "screenshot"}), false)]
+    );
+    let seen = &standin.bodies()[1]["messages"][2]["content"][0];
+    assert_eq!(seen["tool_use_id"], "toolu_s");
+    assert_eq!(seen["content"][0]["type"], "image");
+}
+
+#[tokio::test]
+async fn an_unbound_openai_computer_tool_passes_computer_calls_through_untouched() {
+    use cordon_protocol::conversation::{ContentBlock, Vendor, responses};
+    let standin = StandIn::start().await;
+    let (gw, _) = gateway(&standin, Api::OpenaiResponses, GatewayOptions::default());
+    let computer_call = json!({
+        "type": "computer_call", "id": "cu_1", "call_id": "call_cu_1", "status": "completed",
+        "action": {"type": "click", "button": "left", "x": 10, "y": 20},
+        "pending_safety_checks": [{"id": "sc_1", "code": "malicious_instructions",
+                                   "message": "check the page"}]
+    });
+    let mut turn = responses::decode_response(&json!({
+        "id": "resp_up", "object": "response", "model": "m", "status": "completed",
+        "output": [], "usage": {"input_tokens": 1, "output_tokens": 1}
+    }))
+    .unwrap();
+    turn.content = vec![ContentBlock::Opaque {
+        vendor: Vendor::OpenaiResponses,
+        data: computer_call.clone(),
+    }];
+    standin.push(crate::common::Answer::Native(Box::new(turn)));
+    standin.turn(json!([{"type": "text", "text": "Clicked."}]));
+    let tool = json!({"type": "computer_use_preview", "display_width": 1024,
+                      "display_height": 640, "environment": "browser"});
+    let first = gw
+        .messages(
+            MessagesCall::new(json!({"model": "m", "input": "Click it", "tools": [tool]}))
+                .api(Api::OpenaiResponses),
+        )
+        .await;
+    assert_eq!(first.status, 200, "{}", first.body);
+    assert_eq!(first.body["output"], json!([computer_call]));
+    assert_eq!(standin.bodies()[0]["tools"], json!([tool]));
+    let output = json!({"type": "computer_call_output", "call_id": "call_cu_1",
+                        "acknowledged_safety_checks": [{"id": "sc_1", "code": "malicious_instructions",
+                                                        "message": "check the page"}],
+                        "output": {"type": "computer_screenshot",
+                                   "image_url": "data:image/png;base64,iVBORw0KGgo="}});
+    let input = json!([{"role": "user", "content": "Click it"}, computer_call, output]);
+    let second = gw
+        .messages(
+            MessagesCall::new(json!({"model": "m", "input": input, "tools": [tool]}))
+                .api(Api::OpenaiResponses),
+        )
+        .await;
+    assert_eq!(second.status, 200, "{}", second.body);
+    let sent = standin.bodies()[1]["input"].clone();
+    assert_eq!(sent[1], computer_call);
+    assert_eq!(sent[2], output);
+}
