@@ -279,10 +279,12 @@ def responses_round_trip(cordon, model, streamed):
                 {"type": "function_call_output", "call_id": two, "output": '{"time": "14:05"}'}]
     follow = dict(params, input=history)
     if streamed:
-        final = None
-        for event in openai_client.responses.create(stream=True, **follow):
-            if event.type == "response.completed":
-                final = event.response
+        # The SDK's own stream helper, as a client would use it.
+        with openai_client.responses.stream(**follow) as stream:
+            deltas = [event.delta for event in stream
+                      if event.type == "response.output_text.delta"]
+            final = stream.get_final_response()
+        assert "".join(deltas) == "Paris: 21 C at 14:05.", deltas
     else:
         final = openai_client.responses.create(**follow)
     assert final.output_text == "Paris: 21 C at 14:05.", final
