@@ -216,10 +216,19 @@ fn iovecs(mem: &[u8], iovs: i32, count: i32) -> Result<Vec<(usize, usize)>, Errn
     Ok(out)
 }
 
+/// Bytes one write call takes at most. Buffers may overlap, so a guest could otherwise
+/// name far more bytes than its memory holds; the caller is told how many were written and
+/// writes the rest again, as with any short write.
+const MAX_WRITE_PER_CALL: usize = 16 << 20;
+
 fn gather(mem: &[u8], iovs: i32, count: i32) -> Result<Vec<u8>, Errno> {
     let mut bytes = Vec::new();
     for (at, len) in iovecs(mem, iovs, count)? {
-        bytes.extend_from_slice(&mem[at..at + len]);
+        let room = MAX_WRITE_PER_CALL - bytes.len();
+        bytes.extend_from_slice(&mem[at..at + len.min(room)]);
+        if bytes.len() == MAX_WRITE_PER_CALL {
+            break;
+        }
     }
     Ok(bytes)
 }
@@ -1082,4 +1091,41 @@ fn define(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
         },
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Guest memory of `size` bytes with an iovec table at 0 naming `count` times the same
+    /// buffer `[64, size)`.
+    fn overlapping(size: usize, count: usize) -> Vec<u8> {
+        let mut mem = vec![0u8; size];
+        for index in 0..count {
+            let at = index * 8;
+            mem[at..at + 4].copy_from_slice(&64u32.to_le_bytes());
+            mem[at + 4..at + 8].copy_from_slice(&((size - 64) as u32).to_le_bytes());
+        }
+        mem
+    }
+
+    #[test]
+    fn overlapping_write_buffers_are_bounded_per_call() {
+        // 8 × 4 MiB named from 4 MiB of memory: 32 MiB asked for, 16 MiB taken.
+        let mem = overlapping(4 << 20, 8);
+        let bytes = gather(&mem, 0, 8).unwrap();
+        assert_eq!(bytes.len(), MAX_WRITE_PER_CALL);
+        let small = overlapping(1024, 2);
+        assert_eq!(gather(&small, 0, 2).unwrap().len(), 2 * (1024 - 64));
+    }
+
+    #[test]
+    fn iovec_tables_and_buffers_outside_memory_are_faults() {
+        let mem = overlapping(1024, 2);
+        assert_eq!(gather(&mem, 1020, 1), Err(FAULT));
+        assert_eq!(gather(&mem, 0, -1), Err(FAULT));
+        let mut bad = mem.clone();
+        bad[4..8].copy_from_slice(&4096u32.to_le_bytes());
+        assert_eq!(gather(&bad, 0, 1), Err(FAULT));
+    }
 }
