@@ -109,6 +109,9 @@ pub(crate) type Errno = u16;
 
 /// Longest name of one path component, as most filesystems.
 const MAX_NAME: usize = 255;
+/// Deepest nesting of directories. Paths this deep already exceed Linux's `PATH_MAX`
+/// (4096) at 32 characters a level; it keeps listings and removals linear.
+pub(crate) const MAX_DEPTH: usize = 128;
 
 pub(crate) fn now_ns() -> u64 {
     SystemTime::now()
@@ -228,10 +231,43 @@ impl Tree {
         Ok(ino)
     }
 
-    /// Adds a node named `name` in `dir`, within the entry quota.
+    /// How many directories down `ino` is (the root is 0).
+    fn depth(&self, mut ino: u64) -> usize {
+        let mut depth = 0;
+        while ino != ROOT && depth <= MAX_DEPTH {
+            let Some(node) = self.nodes.get(&ino) else {
+                break;
+            };
+            ino = node.parent;
+            depth += 1;
+        }
+        depth
+    }
+
+    /// How many levels are below `ino` (0 for a file or an empty directory).
+    fn height(&self, ino: u64) -> usize {
+        let mut deepest = 0;
+        let mut pending = vec![(ino, 0usize)];
+        while let Some((at, level)) = pending.pop() {
+            deepest = deepest.max(level);
+            if let Some(Node {
+                kind: Kind::Dir(entries),
+                ..
+            }) = self.nodes.get(&at)
+            {
+                pending.extend(entries.values().map(|child| (*child, level + 1)));
+            }
+        }
+        deepest
+    }
+
+    /// Adds a node named `name` in `dir`, within the entry quota and [`MAX_DEPTH`].
     pub(crate) fn create(&mut self, dir: u64, name: &str, kind: Kind) -> Result<u64, Errno> {
         if self.entries + 1 > self.quota.files {
             return Err(errno::DQUOT);
+        }
+        if self.depth(dir) + 1 > MAX_DEPTH {
+            return Err(errno::NAMETOOLONG);
         }
         let ino = self.next_ino;
         self.next_ino += 1;
@@ -283,15 +319,18 @@ impl Tree {
         }
     }
 
+    /// Removes `ino` and everything below it. Iterative: a guest may nest directories as
+    /// deep as its entry quota allows, deeper than the host's stack.
     fn drop_node(&mut self, ino: u64) {
-        if let Some(node) = self.nodes.remove(&ino) {
-            self.entries = self.entries.saturating_sub(1);
-            match node.kind {
-                Kind::File(data) => self.bytes = self.bytes.saturating_sub(data.len() as u64),
-                Kind::Dir(entries) => {
-                    for child in entries.into_values() {
-                        self.drop_node(child);
+        let mut pending = vec![ino];
+        while let Some(ino) = pending.pop() {
+            if let Some(node) = self.nodes.remove(&ino) {
+                self.entries = self.entries.saturating_sub(1);
+                match node.kind {
+                    Kind::File(data) => {
+                        self.bytes = self.bytes.saturating_sub(data.len() as u64);
                     }
+                    Kind::Dir(entries) => pending.extend(entries.into_values()),
                 }
             }
         }
@@ -320,6 +359,9 @@ impl Tree {
                 }
                 at = self.node(at)?.parent;
             }
+        }
+        if self.depth(to_dir) + 1 + self.height(ino) > MAX_DEPTH {
+            return Err(errno::NAMETOOLONG);
         }
         if let Ok(existing) = self.lookup(to_dir, to) {
             if existing == ino {
@@ -416,16 +458,19 @@ impl Tree {
         Ok(dir)
     }
 
-    fn collect(&self, dir: u64, prefix: &str, out: &mut Vec<FileEntry>) {
-        let Some(Node {
-            kind: Kind::Dir(entries),
-            ..
-        }) = self.nodes.get(&dir)
-        else {
-            return;
+    /// Every file below `dir`, depth first in name order (iterative, as `drop_node`).
+    fn collect(&self, dir: u64, out: &mut Vec<FileEntry>) {
+        // (directory, its path, entries of it still to visit in reverse name order)
+        let mut stack: Vec<(String, Vec<(&String, u64)>)> = Vec::new();
+        let children = |ino: u64| -> Vec<(&String, u64)> {
+            match self.nodes.get(&ino).map(|node| &node.kind) {
+                Some(Kind::Dir(entries)) => entries.iter().rev().map(|(n, i)| (n, *i)).collect(),
+                _ => Vec::new(),
+            }
         };
-        for (name, ino) in entries {
-            let Some(node) = self.nodes.get(ino) else {
+        stack.push((String::new(), children(dir)));
+        while let Some((prefix, mut rest)) = stack.pop() {
+            let Some((name, ino)) = rest.pop() else {
                 continue;
             };
             let path = if prefix.is_empty() {
@@ -433,13 +478,16 @@ impl Tree {
             } else {
                 format!("{prefix}/{name}")
             };
-            match &node.kind {
-                Kind::File(data) => out.push(FileEntry {
+            let node = self.nodes.get(&ino);
+            stack.push((prefix, rest));
+            match node.map(|node| (&node.kind, node.modified_ns)) {
+                Some((Kind::File(data), modified_ns)) => out.push(FileEntry {
                     path,
                     size: data.len() as u64,
-                    modified_ns: node.modified_ns,
+                    modified_ns,
                 }),
-                Kind::Dir(_) => self.collect(*ino, &path, out),
+                Some((Kind::Dir(_), _)) => stack.push((path, children(ino))),
+                None => {}
             }
         }
     }
@@ -470,9 +518,10 @@ pub fn split_path(path: &str) -> Result<Vec<&str>, WorkspaceError> {
         return Err(invalid());
     }
     let parts: Vec<&str> = path.split('/').collect();
-    if parts
-        .iter()
-        .any(|part| part.is_empty() || *part == "." || *part == ".." || part.len() > MAX_NAME)
+    if parts.len() > MAX_DEPTH
+        || parts
+            .iter()
+            .any(|part| part.is_empty() || *part == "." || *part == ".." || part.len() > MAX_NAME)
     {
         return Err(invalid());
     }
@@ -617,7 +666,7 @@ impl Workspace {
     pub fn list(&self) -> Vec<FileEntry> {
         let tree = self.lock();
         let mut out = Vec::new();
-        tree.collect(ROOT, "", &mut out);
+        tree.collect(ROOT, &mut out);
         out
     }
 }
@@ -667,6 +716,53 @@ mod tests {
         workspace.remove("a").unwrap();
         assert_eq!(workspace.usage(), (0, 0));
         assert!(workspace.list().is_empty());
+    }
+
+    #[test]
+    fn trees_are_at_most_max_depth_deep() {
+        let workspace = Workspace::new(quota(1 << 20, 10_000));
+        let deepest = vec!["d"; MAX_DEPTH - 1].join("/");
+        workspace
+            .write(&format!("{deepest}/leaf.txt"), b"x")
+            .unwrap();
+        assert!(matches!(
+            workspace.write(&format!("{deepest}/d/leaf.txt"), b"x"),
+            Err(WorkspaceError::InvalidPath(_))
+        ));
+        workspace.write("a.txt", b"y").unwrap();
+        let listed: Vec<String> = workspace
+            .list()
+            .into_iter()
+            .map(|entry| entry.path)
+            .collect();
+        assert_eq!(
+            listed,
+            vec!["a.txt".to_owned(), format!("{deepest}/leaf.txt")]
+        );
+        let mut tree = workspace.lock();
+        let parent = tree.resolve(ROOT, &deepest).unwrap();
+        let more = tree
+            .create(parent, "more", Kind::Dir(BTreeMap::new()))
+            .unwrap();
+        assert_eq!(
+            tree.create(more, "x", Kind::File(Vec::new())),
+            Err(errno::NAMETOOLONG)
+        );
+        // Moving a subtree counts its own levels: two levels fit under depth 126, not 127.
+        let top = tree
+            .create(ROOT, "top", Kind::Dir(BTreeMap::new()))
+            .unwrap();
+        tree.create(top, "inner", Kind::Dir(BTreeMap::new()))
+            .unwrap();
+        let at_126 = tree.node(parent).unwrap().parent;
+        assert_eq!(
+            tree.rename(ROOT, "top", parent, "top"),
+            Err(errno::NAMETOOLONG)
+        );
+        assert_eq!(tree.rename(ROOT, "top", at_126, "top"), Ok(()));
+        drop(tree);
+        workspace.remove("d").unwrap();
+        assert_eq!(workspace.usage(), (1, 1));
     }
 
     #[test]
