@@ -76,7 +76,7 @@ async fn main() {
     base.allow_private_network = true;
     base.no_sandbox = true;
     let browser = Browser::launch(base.clone()).await.expect("chromium");
-    let mut uncapped_opts = base;
+    let mut uncapped_opts = base.clone();
     uncapped_opts.uncapped_frames = true;
     let uncapped = Browser::launch(uncapped_opts).await.expect("chromium");
     let mut cordon_step = f64::NAN;
@@ -202,10 +202,95 @@ async fn main() {
         pct(&mut times, 0.99)
     );
     browser.close().await.unwrap();
+    // Sessions stepping at once: all on one thread (how the server ran them before its
+    // sessions were `Send`), then each a task of the multi-threaded runtime.
+    let sessions = 8;
+    let steps = (n / 4).max(10);
+    let one = concurrent_steps(&base, &url, 1, steps * 2, true).await;
+    let local = {
+        let (base, url) = (base.clone(), url.clone());
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(concurrent_steps(&base, &url, sessions, steps, false))
+        })
+        .join()
+        .unwrap()
+    };
+    let spread = concurrent_steps(&base, &url, sessions, steps, true).await;
+    println!(
+        "{sessions} sessions stepping at once (jpeg, dpr 1): one session alone {one:.1} steps/s; \
+         {sessions} on one thread {local:.1} steps/s ({:.2}x); {sessions} as tasks of the \
+         multi-threaded runtime {spread:.1} steps/s ({:.2}x; target >= 1.7 on 2 cores)",
+        local / one,
+        spread / one
+    );
     if std::env::var("BENCH_PEERS").is_ok_and(|v| v == "0") {
         return;
     }
     peers(&url, n, cordon_step, cordon_p99, cordon_session).await;
+}
+
+/// Steps per second of `sessions` sessions (their own Chromium) clicking at once, each
+/// `steps` times; `spawn`: each session is a task of its own, else all are polled by the
+/// calling task.
+async fn concurrent_steps(
+    base: &BrowserOptions,
+    url: &str,
+    sessions: usize,
+    steps: usize,
+    spawn: bool,
+) -> f64 {
+    let browser = Browser::launch(base.clone()).await.expect("chromium");
+    let call = decode(
+        Vendor::Anthropic,
+        &serde_json::json!({"action": "left_click", "coordinate": [512, 320]}),
+    )
+    .unwrap();
+    let mut computers = Vec::new();
+    for _ in 0..sessions {
+        let session = browser.new_session(opts(url, 1.0)).await.unwrap();
+        let mut e = EngineOptions::default();
+        e.rules = Rules::allow_all();
+        e.format = ImageFormat::JPEG;
+        let mut c = Computer::new(session, e);
+        for _ in 0..5 {
+            c.step(call.clone(), None).await.unwrap();
+        }
+        computers.push(c);
+    }
+    let run = |mut c: Computer<cordon_computer::browser::BrowserSession>| {
+        let call = call.clone();
+        async move {
+            for _ in 0..steps {
+                let r = c.step(call.clone(), None).await.unwrap();
+                assert_eq!(r.status, Status::Ok);
+            }
+            c
+        }
+    };
+    let started = Instant::now();
+    let done: Vec<_> = if spawn {
+        let tasks: Vec<_> = computers
+            .into_iter()
+            .map(|c| tokio::spawn(run(c)))
+            .collect();
+        let mut done = Vec::new();
+        for t in tasks {
+            done.push(t.await.unwrap());
+        }
+        done
+    } else {
+        futures::future::join_all(computers.into_iter().map(run)).await
+    };
+    let rate = (sessions * steps) as f64 / started.elapsed().as_secs_f64();
+    for c in done {
+        c.into_backend().close().await.unwrap();
+    }
+    browser.close().await.unwrap();
+    rate
 }
 
 /// Runs `benches/peers/browser.mjs` against the same page and prints the comparison.
