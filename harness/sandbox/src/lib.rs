@@ -7,6 +7,8 @@
 //!   instance so variables survive from one execution to the next.
 //! - An [`Execution`] streams [`ExecutionEvent`]s, takes client-tool results and approval
 //!   decisions while it is suspended, and ends with an [`ExecutionResult`].
+//! - A [`Workspace`] is the guest's `/workspace`: files in memory, with quotas, that the
+//!   host writes and reads around executions (`ExecutionRequest::workspace`).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), cordon_sandbox::SandboxError> {
@@ -22,6 +24,15 @@
 //!     .wait()
 //!     .await;
 //! assert_eq!(result.stdout, "42\n");
+//!
+//! // Files in, files out.
+//! let workspace = cordon_sandbox::Workspace::new(cordon_sandbox::Quota { bytes: 1 << 20, files: 100 });
+//! workspace.write("in.csv", b"a,b\n1,2\n").unwrap();
+//! let code = "import csv\nrows = list(csv.reader(open('in.csv')))\nopen('n.txt', 'w').write(str(len(rows)))";
+//! let tools = Dispatcher::new(Arc::new(ToolRegistry::empty()));
+//! let request = ExecutionRequest::new(Language::Python, code, tools).workspace(workspace.clone());
+//! sandbox.execute(request).wait().await;
+//! assert_eq!(workspace.read("n.txt").unwrap(), b"2");
 //! # Ok(()) }
 //! ```
 
