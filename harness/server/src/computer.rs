@@ -996,6 +996,15 @@ mod tests {
         let setup = Setup::parse(&body(json!({}))).unwrap();
         assert_eq!(setup.display_size(), Size::new(1280, 800));
         assert_eq!(setup.rules, Rules::default());
+        assert_eq!(
+            setup.session_options().settle_cap,
+            cordon_computer::browser::DEFAULT_SETTLE_TIMEOUT
+        );
+        let setup = Setup::parse(&body(json!({"settle_timeout_ms": 500}))).unwrap();
+        assert_eq!(
+            setup.session_options().settle_cap,
+            Duration::from_millis(500)
+        );
     }
 
     #[test]
@@ -1007,6 +1016,8 @@ mod tests {
             (json!({"rules": [{"decision": "maybe"}]}), "rules"),
             (json!({"image_format": "gif"}), "image_format"),
             (json!({"ttl_seconds": 0}), "ttl_seconds"),
+            (json!({"settle_timeout_ms": 0}), "settle_timeout_ms"),
+            (json!({"settle_timeout_ms": 30_001}), "settle_timeout_ms"),
             (
                 json!({"allow_origins": ["ftp://files.example"]}),
                 "allow_origins",
