@@ -125,7 +125,7 @@ async fn main() {
             .unwrap();
         let open_ms = opened.elapsed().as_secs_f64() * 1000.0;
         let mut times = Vec::new();
-        let (mut quiet, mut stable, mut timeout) = (0, 0, 0);
+        let (mut quiet, mut stable, mut timeout, mut moving) = (0, 0, 0, 0);
         for _ in 0..rounds {
             for action in script(page) {
                 let call = decode(Vendor::Anthropic, &action).unwrap();
@@ -136,6 +136,7 @@ async fn main() {
                 match r.settle {
                     SettleEnd::Quiet => quiet += 1,
                     SettleEnd::Stable => stable += 1,
+                    SettleEnd::Moving => moving += 1,
                     _ => timeout += 1,
                 }
             }
@@ -146,7 +147,7 @@ async fn main() {
         worst = worst.max(max);
         println!(
             "{page}: {} steps, p50 {:.1} ms, p99 {:.1} ms, max {max:.1} ms; settle quiet {quiet}, \
-             stable {stable}, timeout {timeout}; over {limit:.0} ms: {over}; new session + first \
+             stable {stable}, timeout {timeout}, moving {moving}; over {limit:.0} ms: {over}; new session + first \
              screenshot {open_ms:.1} ms ({:?})",
             times.len(),
             pct(&mut times, 0.5),

@@ -73,6 +73,10 @@ pub const MAX_OPEN_PAGES: usize = 20;
 /// `Page.captureScreenshot` instead.
 const SCREENCAST_WAIT: Duration = Duration::from_millis(500);
 
+/// How long a step waits for script motion that was still running when the previous
+/// step ended (`settle: timeout` or `moving`): the page's own motion, not the action's.
+const AMBIENT_WAIT: Duration = Duration::from_millis(300);
+
 /// How long a step waits at most for the page to settle, by default.
 pub const DEFAULT_SETTLE_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -771,6 +775,7 @@ impl Browser {
             settle_cap: opts.settle_cap,
             settle_deadline: None,
             settle_end: SettleEnd::Quiet,
+            ambient: false,
             screencast: opts.screencast,
             buttons: 0,
             needs_frame: false,
@@ -1202,6 +1207,8 @@ pub struct BrowserSession {
     settle_deadline: Option<tokio::time::Instant>,
     /// How the current step's settling ended so far.
     settle_end: SettleEnd,
+    /// The previous step ended while script motion still ran (see [`AMBIENT_WAIT`]).
+    ambient: bool,
     /// Mouse buttons held (CDP `buttons` bitmask).
     buttons: i64,
     /// The last action scrolled or moved the pointer: settle waits for a frame.
@@ -1762,6 +1769,7 @@ impl BrowserSession {
             // Nothing happened after the page's turn: its scroll offset is still current.
             self.scroll_hint = scroll;
         }
+        let waited = !self.net.quiet();
         while !self.net.quiet() {
             // Wakes now and then to notice a popup the request guard closed.
             let wake = deadline.min(tokio::time::Instant::now() + Duration::from_millis(50));
@@ -1783,6 +1791,15 @@ impl BrowserSession {
                 }
             }
         }
+        if waited {
+            // What the page does with a response (a promise chain that paints it) runs
+            // after the response has arrived: give it a turn and a drawn frame, bounded (a
+            // hidden page draws none).
+            let wake = deadline.min(tokio::time::Instant::now() + Duration::from_millis(100));
+            let turn = eval_on(self.page.clone(), NEXT_FRAME_JS.into());
+            let _turn = tokio::time::timeout_at(wake, turn).await;
+            self.net.drain();
+        }
         Ok(true)
     }
 
@@ -1799,6 +1816,14 @@ impl BrowserSession {
             .settle_deadline
             .take()
             .unwrap_or_else(|| tokio::time::Instant::now() + self.settle_cap);
+        // Script motion that outlasted the previous step is the page's own (a ticker, a
+        // clock): waited for briefly, not up to the timeout on every step.
+        let script_deadline = if self.ambient {
+            deadline.min(tokio::time::Instant::now() + AMBIENT_WAIT)
+        } else {
+            deadline
+        };
+        self.ambient = false;
         let mut requested = tokio::time::Instant::now();
         let mut image = self.capture_after_settle(plan, format).await?;
         loop {
@@ -1810,16 +1835,30 @@ impl BrowserSession {
             if since + 2.0 >= elapsed && wait <= 0.0 {
                 return Ok(image);
             }
-            if tokio::time::Instant::now() >= deadline {
-                self.settle_end = SettleEnd::Timeout;
+            let now = tokio::time::Instant::now();
+            if now >= deadline || (now >= script_deadline && wait <= 0.0) {
+                self.settle_end = if now >= deadline {
+                    SettleEnd::Timeout
+                } else {
+                    SettleEnd::Moving
+                };
+                self.ambient = true;
                 return Ok(image);
             }
             let (mut since, mut wait) = (since, wait);
             while since < STABLE_QUIET_MS || wait > 0.0 {
-                let pause = wait.max(STABLE_QUIET_MS - since).clamp(5.0, 1000.0);
+                let until_ = if wait > 0.0 {
+                    deadline
+                } else {
+                    script_deadline
+                };
+                // An animation's last frame is drawn after its end time: one frame more.
+                let pause = (wait + 17.0)
+                    .max(STABLE_QUIET_MS - since)
+                    .clamp(5.0, 1000.0);
                 let until = tokio::time::Instant::now() + Duration::from_secs_f64(pause / 1000.0);
-                tokio::time::sleep_until(until.min(deadline)).await;
-                if tokio::time::Instant::now() >= deadline {
+                tokio::time::sleep_until(until.min(until_)).await;
+                if tokio::time::Instant::now() >= until_ {
                     break;
                 }
                 match self.motion().await {
@@ -1827,14 +1866,18 @@ impl BrowserSession {
                     None => break,
                 }
             }
-            self.settle_end = if tokio::time::Instant::now() >= deadline {
+            let now = tokio::time::Instant::now();
+            self.settle_end = if now >= deadline {
                 SettleEnd::Timeout
+            } else if now >= script_deadline && since < STABLE_QUIET_MS {
+                SettleEnd::Moving
             } else {
                 SettleEnd::Stable
             };
             requested = tokio::time::Instant::now();
             image = self.capture_once(plan, format).await?.0;
-            if self.settle_end == SettleEnd::Timeout {
+            if matches!(self.settle_end, SettleEnd::Timeout | SettleEnd::Moving) {
+                self.ambient = true;
                 return Ok(image);
             }
         }

@@ -94,6 +94,10 @@ pub enum SettleEnd {
     /// The settle timeout was reached (a page that never stops loading or moving); the
     /// screen was captured as it was.
     Timeout,
+    /// The page's script kept changing the screen as it did when the previous step ended
+    /// (a ticker, a clock): the step waited only briefly (finite animations in full) and
+    /// captured it as it was.
+    Moving,
 }
 
 /// A step waiting for a human.
@@ -510,7 +514,7 @@ impl<B: Backend> Computer<B> {
         } else {
             SettleEnd::Timeout
         });
-        report.settled = report.settle != SettleEnd::Timeout;
+        report.settled = !matches!(report.settle, SettleEnd::Timeout | SettleEnd::Moving);
         let notes = self.backend.take_notes();
         if !notes.is_empty() {
             let text = report.text.take().into_iter().chain(notes);

@@ -418,8 +418,9 @@ pub struct ComputerStep {
     /// False when the page was still changing when the screenshot was taken.
     pub settled: bool,
     /// How settling ended: `quiet` (nothing moved once the network was idle), `stable`
-    /// (the screen moved; the step waited until it stopped) or `timeout` (the session's
-    /// `settle_timeout_ms` was reached; captured as it was).
+    /// (the screen moved; the step waited until it stopped), `timeout` (the session's
+    /// `settle_timeout_ms` was reached; captured as it was) or `moving` (the page's own
+    /// script motion, running since the previous step, was waited for only briefly).
     #[serde(default = "quiet")]
     pub settle: String,
     /// Milliseconds per phase: `gate`, `act`, `settle`, `capture`, `total`.
@@ -529,7 +530,7 @@ pub struct TrajectoryStep {
     pub screenshot: Option<ScreenshotRef>,
     /// Whether the page had settled.
     pub settled: bool,
-    /// How settling ended: `quiet`, `stable` or `timeout`.
+    /// How settling ended: `quiet`, `stable`, `timeout` or `moving`.
     #[serde(default = "quiet")]
     pub settle: String,
     /// Milliseconds per phase.

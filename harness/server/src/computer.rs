@@ -276,7 +276,7 @@ impl Setup {
     }
 }
 
-/// `quiet`, `stable` or `timeout`.
+/// `quiet`, `stable`, `timeout` or `moving`.
 fn settle_name(end: cordon_computer::SettleEnd) -> String {
     serde_json::to_value(end)
         .ok()

@@ -492,6 +492,12 @@ async fn an_endless_animation_ends_the_step_at_the_settle_timeout() {
         assert_eq!(r.settle, cordon_computer::SettleEnd::Timeout);
         assert!(!r.settled);
         assert!(r.screenshot.is_some());
+        // The motion is the page's own now: the next steps wait for it only briefly.
+        for _ in 0..2 {
+            let r = ok_step(&mut c, Vendor::Anthropic, json!({"action": "screenshot"})).await;
+            assert_eq!(r.settle, cordon_computer::SettleEnd::Moving);
+            assert!(!r.settled);
+        }
         c.into_backend().close().await.unwrap();
     })
     .await;

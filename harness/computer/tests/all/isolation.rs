@@ -479,9 +479,11 @@ async fn a_refused_navigation_is_reported_and_the_page_stays() {
             "{r:?}"
         );
         assert_eq!(r.current_url.as_deref(), Some(form.as_str()));
-        // The session goes on: the next step is fine and reports nothing old.
+        // The session goes on: the next step is fine and reports no old refusal (Chromium's
+        // own requests, such as autofill's, may still be noted as refused connections).
         let r = ok_step(&mut c, Vendor::Anthropic, json!({"action": "screenshot"})).await;
-        assert!(r.text.is_none(), "{r:?}");
+        let text = r.text.unwrap_or_default();
+        assert!(!text.contains("refused to open"), "{text}");
         assert_eq!(
             blocked.hits(),
             Vec::<String>::new(),
