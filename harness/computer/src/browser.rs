@@ -377,6 +377,15 @@ async fn spawn_chromium(
             // proxy, which carries TCP only.
             // (Debian's Chromium reads this switch; `force-webrtc-…` is not in it.)
             "webrtc-ip-handling-policy=disable_non_proxied_udp",
+            // Chromium's own traffic (component updates, QUIC probes, autofill field
+            // lookups on form pages) would go through the session's proxy, be refused, and
+            // show up in the step's text as refusals the page never asked for.
+            // (chromiumoxide already passes disable-background-networking, disable-sync and
+            // no-first-run; Chromium keeps the last `disable-features`, so TranslateUI,
+            // chromiumoxide's own, is repeated.)
+            "disable-component-update",
+            "disable-quic",
+            "disable-features=TranslateUI,AutofillServerCommunication,OptimizationHints,MediaRouter",
         ])
         .args(opts.extra_args.iter().map(String::as_str));
     if opts.uncapped_frames {
