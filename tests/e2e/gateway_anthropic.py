@@ -971,10 +971,13 @@ SCENARIOS = {name[len("scenario_"):]: fn for name, fn in globals().items()
              if name.startswith("scenario_")}
 
 
-def main():
+def run_scenarios(scenarios, doc):
+    """The command line of the gateway's e2e scripts: SCENARIO --cordon PATH
+    [--upstream-api API]; runs the scenario, stopping every server it started on any way
+    out."""
     global ARGS
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("scenario", choices=sorted(SCENARIOS))
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("scenario", choices=sorted(scenarios))
     parser.add_argument("--cordon", default=os.environ.get("CORDON_BIN"),
                         help="path of the cordon binary (or CORDON_BIN)")
     parser.add_argument("--upstream-api", default="anthropic",
@@ -985,7 +988,7 @@ def main():
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
     try:
-        SCENARIOS[ARGS.scenario](ARGS.upstream_api)
+        scenarios[ARGS.scenario](ARGS.upstream_api)
     finally:
         _stop_all()
     print(f"ok {ARGS.scenario} ({ARGS.upstream_api})")
@@ -994,4 +997,4 @@ def main():
 ARGS = None
 
 if __name__ == "__main__":
-    main()
+    run_scenarios(SCENARIOS, __doc__)

@@ -6,12 +6,9 @@ Usage: python3 session_protocol.py SCENARIO --cordon PATH/TO/cordon [--upstream-
 (or CORDON_BIN=PATH). Servers are started and stopped as in `gateway_anthropic.py`.
 """
 
-import argparse
 import contextlib
 import json
 import os
-import signal
-import sys
 import tempfile
 import time
 
@@ -274,25 +271,5 @@ SCENARIOS = {name[len("scenario_"):]: fn for name, fn in globals().items()
              if name.startswith("scenario_")}
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("scenario", choices=sorted(SCENARIOS))
-    parser.add_argument("--cordon", default=os.environ.get("CORDON_BIN"),
-                        help="path of the cordon binary (or CORDON_BIN)")
-    parser.add_argument("--upstream-api", default="anthropic",
-                        choices=["anthropic", "openai-chat", "openai-responses"])
-    args = parser.parse_args()
-    if not args.cordon:
-        parser.error("--cordon PATH (or CORDON_BIN) is required")
-    harness.ARGS = args
-    signal.signal(signal.SIGTERM, harness._on_signal)
-    signal.signal(signal.SIGINT, harness._on_signal)
-    try:
-        SCENARIOS[args.scenario](args.upstream_api)
-    finally:
-        harness._stop_all()
-    print(f"ok {args.scenario} ({args.upstream_api})")
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    harness.run_scenarios(SCENARIOS, __doc__)
