@@ -1,28 +1,8 @@
 //! Tool packs from the command line: `user_ask` answered on the terminal, pack tools
 //! callable from code, `cordon tools export` in each vendor's shape.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
-
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-
-fn cordon_with_stdin(args: &[&str], stdin: &str) -> std::process::Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cordon"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary runs");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
-}
 
 fn tools_file(dir: &std::path::Path) -> std::path::PathBuf {
     let root = dir.join("project");
@@ -49,7 +29,7 @@ fn user_ask_is_answered_on_the_terminal_by_number_or_freely() {
          b = await user_ask(question='Anything else?')\n[a, b]",
     )
     .unwrap();
-    let output = cordon_with_stdin(
+    let output = crate::cordon(
         &[
             "run",
             "--json",
@@ -79,7 +59,7 @@ fn user_ask_is_answered_on_the_terminal_by_number_or_freely() {
 fn pack_tools_are_callable_from_code() {
     let dir = tempfile::tempdir().unwrap();
     let tools = tools_file(dir.path());
-    let output = cordon_with_stdin(
+    let output = crate::cordon(
         &["run", "--json", "--tools", tools.to_str().unwrap(), "-"],
         "r = await fs_read_file(path='notes.txt')\n\
          b = await bash(command='wc -l notes.txt')\n\
@@ -101,7 +81,7 @@ fn tools_export_prints_each_vendors_shape() {
     let dir = tempfile::tempdir().unwrap();
     let tools = tools_file(dir.path());
     let export = |format: &str| -> Value {
-        let output = cordon_with_stdin(
+        let output = crate::cordon(
             &[
                 "tools",
                 "export",
@@ -146,7 +126,7 @@ fn tools_export_prints_each_vendors_shape() {
     let mcp = export("mcp");
     assert_eq!(mcp[1]["name"], "fs_read_file");
     assert!(mcp[1]["inputSchema"].is_object());
-    let output = cordon_with_stdin(
+    let output = crate::cordon(
         &[
             "tools",
             "export",
