@@ -177,11 +177,11 @@ impl Slot<'_> {
 }
 
 impl Dispatcher {
-    /// A dispatcher with one HTTP client shared by all its `http` calls.
+    /// A dispatcher over `registry` (its `http` calls share the process's HTTP client).
     pub fn new(registry: Arc<ToolRegistry>) -> Self {
         Dispatcher {
             registry,
-            http: HttpClient::new(),
+            http: HttpClient,
             host_concurrency: DEFAULT_HOST_CONCURRENCY,
         }
     }

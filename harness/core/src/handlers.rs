@@ -13,7 +13,6 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Stdio;
-use std::sync::Arc;
 use std::time::Duration;
 
 use cordon_guest::abi::{ToolErrorKind, ToolFailure};
@@ -38,18 +37,26 @@ const ERROR_TAIL_BYTES: usize = 2048;
 /// Characters of non-JSON output quoted in a failure message.
 const NON_JSON_PREVIEW_CHARS: usize = 200;
 
-/// The HTTP client shared by every `http` call of a dispatcher. Building it can fail (TLS
-/// set-up); that becomes a per-call failure instead of a panic at start-up.
-#[derive(Debug, Clone)]
-pub(crate) struct HttpClient(Result<reqwest::Client, Arc<str>>);
+/// The handle to the HTTP client of `http` calls. The client itself is built once per
+/// process, on the first `http` call: building one loads and parses the system's CA
+/// certificates (milliseconds), which every dispatcher, and so every execution, used to
+/// pay whether or not it had an `http` tool. Building can fail (TLS set-up); that becomes a
+/// per-call failure instead of a panic at start-up.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct HttpClient;
 
 impl HttpClient {
-    pub(crate) fn new() -> Self {
-        HttpClient(
-            reqwest::Client::builder()
-                .build()
-                .map_err(|error| Arc::from(error_chain(&error))),
-        )
+    fn client(self) -> Result<&'static reqwest::Client, &'static str> {
+        static CLIENT: std::sync::OnceLock<Result<reqwest::Client, String>> =
+            std::sync::OnceLock::new();
+        CLIENT
+            .get_or_init(|| {
+                reqwest::Client::builder()
+                    .build()
+                    .map_err(|error| error_chain(&error))
+            })
+            .as_ref()
+            .map_err(String::as_str)
     }
 }
 
@@ -349,8 +356,7 @@ async fn run_http_exchange(
     cap: usize,
 ) -> Result<HostOutput, ToolFailure> {
     let client = http
-        .0
-        .as_ref()
+        .client()
         .map_err(|error| failed(format!("the HTTP client is unavailable: {error}")))?;
     let exchange = async {
         let mut response = client.post(url).json(input).send().await.map_err(|error| {
