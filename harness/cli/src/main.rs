@@ -2,6 +2,8 @@
 
 mod approve;
 mod ask;
+mod bench;
+mod bench_policies;
 mod computer;
 mod demo;
 mod files;
@@ -38,6 +40,8 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Serve MCP (`execute_code` and the computer tools) on stdio, or Streamable HTTP with --http.
     Mcp(mcp::McpArgs),
+    /// Run a task suite (web and code tasks) with a policy; write results.json and report.html.
+    Bench(bench::BenchArgs),
     /// Work with a tools file: `cordon tools export FILE --format anthropic|openai|mcp`.
     Tools(tools::ToolsArgs),
 }
@@ -63,6 +67,7 @@ fn main() -> ExitCode {
             Command::Serve(args) => serve::run(args).await,
             Command::Mcp(args) => mcp::run(args).await,
             Command::Tools(args) => tools::run(args),
+            Command::Bench(args) => bench::run(args).await,
         }
     });
     match outcome {
