@@ -19,14 +19,17 @@ pub enum Language {
     /// JavaScript (QuickJS, ES2023).
     #[serde(alias = "js")]
     Javascript,
+    /// Python 3.15 (CPython for wasm32-wasip1) with numpy, pandas and matplotlib.
+    Cpython,
 }
 
 impl Language {
-    /// Parses `python`/`py`, `javascript`/`js` (case-insensitive).
+    /// Parses `python`/`py`, `javascript`/`js`, `cpython` (case-insensitive).
     pub fn parse(name: &str) -> Option<Language> {
         match name.to_ascii_lowercase().as_str() {
             "python" | "py" | "python3" => Some(Language::Python),
             "javascript" | "js" | "mjs" | "node" => Some(Language::Javascript),
+            "cpython" => Some(Language::Cpython),
             _ => None,
         }
     }
@@ -36,6 +39,7 @@ impl Language {
         match self {
             Language::Python => "python",
             Language::Javascript => "javascript",
+            Language::Cpython => "cpython",
         }
     }
 }

@@ -14,7 +14,7 @@ use wasmtime::{Instance, Store, Trap, UpdateDeadline};
 
 use crate::bound;
 use crate::host::{self, HostState, MemoryGuard, RunState};
-use crate::image::GuestImage;
+use crate::image::{GuestImage, GuestKind};
 use crate::meter::{CpuMetered, Meter, Stop};
 use crate::{Job, Sandbox};
 
@@ -22,10 +22,20 @@ use crate::{Job, Sandbox};
 pub(crate) struct LiveInstance {
     store: Store<HostState>,
     instance: Instance,
+    /// Entered with a `turn` (the CPython guest) rather than `cordon_execute`.
+    turns: bool,
 }
 
-async fn instantiate(sandbox: &Sandbox, image: &GuestImage) -> Result<LiveInstance, String> {
-    let mut store = Store::new(&sandbox.shared.engine, HostState::new(Meter::new()));
+async fn instantiate(_sandbox: &Sandbox, image: &GuestImage) -> Result<LiveInstance, String> {
+    // Each image's own engine: the CPython guest has one of its own.
+    let mut store = Store::new(image.pre.module().engine(), HostState::new(Meter::new()));
+    let turns = match &image.kind {
+        GuestKind::Bridge => false,
+        GuestKind::Cpython { mounts } => {
+            store.data_mut().fs.set_mounts(mounts.clone());
+            true
+        }
+    };
     // No cap while the snapshot's own memory is mapped; each execution sets its limit.
     store.data_mut().memory.limit = usize::MAX;
     store.limiter(|state| &mut state.memory);
@@ -40,7 +50,11 @@ async fn instantiate(sandbox: &Sandbox, image: &GuestImage) -> Result<LiveInstan
         .instantiate_async(&mut store)
         .await
         .map_err(|error| format!("could not instantiate the guest: {error:#}"))?;
-    Ok(LiveInstance { store, instance })
+    Ok(LiveInstance {
+        store,
+        instance,
+        turns,
+    })
 }
 
 /// A fresh instance of the image for `language` (loading the image on first use).
@@ -229,6 +243,14 @@ async fn run(live: &mut LiveInstance, job: &Job) -> (ExecutionResult, bool) {
 
 /// Calls the guest's `cordon_execute`, racing it against the wall limit and cancellation.
 async fn drive(live: &mut LiveInstance, job: &Job, meter: &Arc<Meter>, frame_len: i32) -> Ended {
+    if live.turns {
+        live.store.set_epoch_deadline(1);
+        let call = CpuMetered::new(
+            crate::cpython::enter(&mut live.store, live.instance),
+            meter.clone(),
+        );
+        return race(call, job, meter).await;
+    }
     let execute = match live
         .instance
         .get_typed_func::<i32, ()>(&mut live.store, abi::EXPORT_EXECUTE)
@@ -241,6 +263,15 @@ async fn drive(live: &mut LiveInstance, job: &Job, meter: &Arc<Meter>, frame_len
         execute.call_async(&mut live.store, frame_len),
         meter.clone(),
     );
+    race(call, job, meter).await
+}
+
+/// Races the guest's entry call against the wall limit and cancellation.
+async fn race(
+    call: impl std::future::Future<Output = wasmtime::Result<()>>,
+    job: &Job,
+    meter: &Arc<Meter>,
+) -> Ended {
     tokio::pin!(call);
     loop {
         // While suspended on client tools the wall clock is paused; re-check periodically.

@@ -166,7 +166,7 @@ pub(crate) fn stop(reason: Stop) -> wasmtime::Error {
     wasmtime::Error::new(reason)
 }
 
-fn memory(caller: &mut Caller<'_, HostState>) -> wasmtime::Result<Memory> {
+pub(crate) fn memory(caller: &mut Caller<'_, HostState>) -> wasmtime::Result<Memory> {
     match caller.get_export("memory") {
         Some(Extern::Memory(memory)) => Ok(memory),
         _ => Err(stop(Stop::Bridge("the guest exports no memory".into()))),
@@ -175,7 +175,11 @@ fn memory(caller: &mut Caller<'_, HostState>) -> wasmtime::Result<Memory> {
 
 /// The bytes `[ptr, ptr + len)` of a guest memory of `size` bytes, if all are inside it.
 /// The guest chooses `ptr` and `len`: anything else is a bridge violation, never a panic.
-fn guest_range(ptr: i32, len: i32, size: usize) -> Result<std::ops::Range<usize>, &'static str> {
+pub(crate) fn guest_range(
+    ptr: i32,
+    len: i32,
+    size: usize,
+) -> Result<std::ops::Range<usize>, &'static str> {
     let (ptr, len) = match (usize::try_from(ptr), usize::try_from(len)) {
         (Ok(ptr), Ok(len)) => (ptr, len),
         _ => return Err("negative pointer or length"),
@@ -186,7 +190,11 @@ fn guest_range(ptr: i32, len: i32, size: usize) -> Result<std::ops::Range<usize>
     }
 }
 
-fn read_guest(caller: &mut Caller<'_, HostState>, ptr: i32, len: i32) -> wasmtime::Result<Vec<u8>> {
+pub(crate) fn read_guest(
+    caller: &mut Caller<'_, HostState>,
+    ptr: i32,
+    len: i32,
+) -> wasmtime::Result<Vec<u8>> {
     let memory = memory(caller)?;
     let data = memory.data(&caller);
     match guest_range(ptr, len, data.len()) {
@@ -236,7 +244,7 @@ fn admit(state: &mut HostState, calls: &[(String, String)]) -> wasmtime::Result<
 
 /// Dispatches a batch through `cordon-core` (which enforces the payload limit on results:
 /// an oversized one fails that call with `payload_too_large`).
-async fn dispatch(
+pub(crate) async fn dispatch(
     caller: &mut Caller<'_, HostState>,
     calls: Vec<(String, String)>,
 ) -> wasmtime::Result<Vec<CallResult>> {
@@ -278,12 +286,12 @@ async fn dispatch(
     Ok(results)
 }
 
-fn lossy(bytes: Vec<u8>) -> String {
+pub(crate) fn lossy(bytes: Vec<u8>) -> String {
     String::from_utf8(bytes)
         .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned())
 }
 
-fn missing_result() -> CallResult {
+pub(crate) fn missing_result() -> CallResult {
     Err(ToolFailure {
         kind: ToolErrorKind::Failed,
         message: "no result".into(),

@@ -36,7 +36,7 @@ use crate::host::HostState;
 const RECIPE: &str = "cordon-image-v1";
 /// The cache's secret key for image tags.
 const KEY_FILE: &str = "cache.key";
-const KEY_LEN: usize = 32;
+pub(crate) const KEY_LEN: usize = 32;
 
 /// The guest modules built for wasm32-wasip1 by the build script (empty when not built).
 fn embedded(language: Language) -> &'static [u8] {
@@ -50,6 +50,19 @@ fn embedded(language: Language) -> &'static [u8] {
 /// A loaded image, ready to instantiate.
 pub(crate) struct GuestImage {
     pub(crate) pre: InstancePre<HostState>,
+    /// How executions enter the guest.
+    pub(crate) kind: GuestKind,
+}
+
+/// How a guest is entered, and what its instances need besides the store.
+pub(crate) enum GuestKind {
+    /// A Cordon guest: `cordon_execute` with the request in the inbox.
+    Bridge,
+    /// The CPython guest: a `turn` that calls its runtime, the read-only runtime files
+    /// mounted in front of the workspace.
+    Cpython {
+        mounts: std::sync::Arc<[crate::wasi_fs::Mount]>,
+    },
 }
 
 impl std::fmt::Debug for GuestImage {
@@ -183,7 +196,10 @@ pub(crate) async fn load(
             language.as_str()
         ))
     })?;
-    Ok(GuestImage { pre })
+    Ok(GuestImage {
+        pre,
+        kind: GuestKind::Bridge,
+    })
 }
 
 fn check_exports(module: &Module) -> Result<(), SandboxError> {
@@ -201,7 +217,7 @@ fn check_exports(module: &Module) -> Result<(), SandboxError> {
     unsafe_code,
     reason = "loading precompiled code we compiled and wrote ourselves"
 )]
-fn deserialize(engine: &Engine, path: &Path) -> Option<Module> {
+pub(crate) fn deserialize(engine: &Engine, path: &Path) -> Option<Module> {
     // SAFETY: the caller verified the file's tag: it is what `Engine::precompile_module`
     // of an engine with the same compatibility hash (it is in the file name) produced
     // and we wrote, in a 0700 directory of this user; wasmtime still checks its header
@@ -211,7 +227,7 @@ fn deserialize(engine: &Engine, path: &Path) -> Option<Module> {
 
 /// Makes `dir` (0700) or checks an existing one: it must be a directory of this user;
 /// group or other permissions on it are removed.
-fn secure_dir(dir: &Path) -> Result<(), String> {
+pub(crate) fn secure_dir(dir: &Path) -> Result<(), String> {
     DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -238,7 +254,7 @@ fn secure_dir(dir: &Path) -> Result<(), String> {
 /// The cache's tag key: read from [`KEY_FILE`], or made when there is none. A key file
 /// others could read, or not of this user, or malformed, is replaced — every tag made
 /// with it then fails and the images are recompiled.
-fn tag_key(dir: &Path) -> Result<[u8; KEY_LEN], String> {
+pub(crate) fn tag_key(dir: &Path) -> Result<[u8; KEY_LEN], String> {
     let path = dir.join(KEY_FILE);
     let me = rustix::process::getuid().as_raw();
     if let Ok(meta) = std::fs::symlink_metadata(&path) {
@@ -261,13 +277,13 @@ fn tag_key(dir: &Path) -> Result<[u8; KEY_LEN], String> {
     Ok(key)
 }
 
-fn tag_path(cwasm: &Path) -> PathBuf {
+pub(crate) fn tag_path(cwasm: &Path) -> PathBuf {
     let mut name = cwasm.as_os_str().to_owned();
     name.push(".tag");
     PathBuf::from(name)
 }
 
-fn stamp_path(cwasm: &Path) -> PathBuf {
+pub(crate) fn stamp_path(cwasm: &Path) -> PathBuf {
     let mut name = cwasm.as_os_str().to_owned();
     name.push(".stamp");
     PathBuf::from(name)
@@ -288,14 +304,14 @@ fn stamp(key: &[u8; KEY_LEN], meta: &std::fs::Metadata, tag: &str) -> String {
     hex::encode(hmac_sha256(key, identity.as_bytes()))
 }
 
-enum Verified {
+pub(crate) enum Verified {
     Intact,
     Missing,
     Failed(String),
 }
 
 /// Checks a cached image against its tag; makes a readable-by-others file private first.
-fn verify(path: &Path, key: &[u8; KEY_LEN]) -> Verified {
+pub(crate) fn verify(path: &Path, key: &[u8; KEY_LEN]) -> Verified {
     let Ok(mut file) = File::open(path) else {
         return Verified::Missing;
     };
@@ -378,7 +394,7 @@ impl Hmac {
     }
 }
 
-fn hmac_sha256(key: &[u8; KEY_LEN], bytes: &[u8]) -> [u8; 32] {
+pub(crate) fn hmac_sha256(key: &[u8; KEY_LEN], bytes: &[u8]) -> [u8; 32] {
     let mut mac = Hmac::new(key);
     mac.update(bytes);
     mac.finalize()
@@ -388,7 +404,7 @@ fn hmac_sha256(key: &[u8; KEY_LEN], bytes: &[u8]) -> [u8; 32] {
     unsafe_code,
     reason = "loading precompiled code we just compiled in this process"
 )]
-fn deserialize_bytes(engine: &Engine, bytes: &[u8]) -> Result<Module, SandboxError> {
+pub(crate) fn deserialize_bytes(engine: &Engine, bytes: &[u8]) -> Result<Module, SandboxError> {
     // SAFETY: `bytes` come straight from `Engine::precompile_module` on this engine.
     unsafe { Module::deserialize(engine, bytes) }.map_err(|error| {
         SandboxError::Image(format!("loading the compiled image failed: {error:#}"))
@@ -396,7 +412,7 @@ fn deserialize_bytes(engine: &Engine, bytes: &[u8]) -> Result<Module, SandboxErr
 }
 
 /// Holds an exclusive lock on the cache directory while an image is looked up or built.
-fn lock_cache(path: &Path) -> Option<std::fs::File> {
+pub(crate) fn lock_cache(path: &Path) -> Option<std::fs::File> {
     let dir = path.parent()?;
     std::fs::create_dir_all(dir).ok()?;
     let file = std::fs::OpenOptions::new()
@@ -410,7 +426,7 @@ fn lock_cache(path: &Path) -> Option<std::fs::File> {
 }
 
 /// Writes a private (0600) file under its final name in one step.
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let temporary = dir.join(format!(
         ".{}.{}.tmp",

@@ -37,6 +37,7 @@
 //! ```
 
 mod bound;
+pub mod cpython;
 mod driver;
 mod host;
 mod image;
@@ -161,6 +162,8 @@ struct Shared {
     linker: Linker<HostState>,
     config: SandboxConfig,
     images: tokio::sync::Mutex<HashMap<Language, Arc<GuestImage>>>,
+    /// The CPython guest's own engine and linker, made when it is first used.
+    cpython: std::sync::Mutex<Option<(Engine, Linker<HostState>)>>,
     ticker_stop: Arc<AtomicBool>,
 }
 
@@ -200,6 +203,9 @@ fn engine(config: &SandboxConfig) -> Result<Engine, SandboxError> {
         .async_stack_size(WASM_STACK + (1 << 20))
         .memory_init_cow(true)
         .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    // The build has GC support for the CPython guest's exceptions (its own engine); these
+    // guests need neither.
+    wasm.wasm_gc(false).wasm_exceptions(false);
     Engine::new(&wasm).map_err(|error| SandboxError::Engine(format!("{error:#}")))
 }
 
@@ -226,6 +232,7 @@ impl Sandbox {
                 linker,
                 config: config.clone(),
                 images: tokio::sync::Mutex::new(HashMap::new()),
+                cpython: std::sync::Mutex::new(None),
                 ticker_stop,
             }),
         };
@@ -241,17 +248,39 @@ impl Sandbox {
             return Ok(image.clone());
         }
         let config = &self.shared.config;
-        let image = image::load(
-            &self.shared.engine,
-            &self.shared.linker,
-            language,
-            config.cache_dir.as_deref(),
-            &*config.progress,
-        )
-        .await?;
+        let image = if language == Language::Cpython {
+            let (engine, linker) = self.cpython_engine()?;
+            cpython::load(&engine, &linker, config).await?
+        } else {
+            image::load(
+                &self.shared.engine,
+                &self.shared.linker,
+                language,
+                config.cache_dir.as_deref(),
+                &*config.progress,
+            )
+            .await?
+        };
         let image = Arc::new(image);
         images.insert(language, image.clone());
         Ok(image)
+    }
+
+    /// The CPython guest's engine and linker (made, with their epoch ticker, on first use).
+    fn cpython_engine(&self) -> Result<(Engine, Linker<HostState>), SandboxError> {
+        let mut slot = self
+            .shared
+            .cpython
+            .lock()
+            .map_err(|_| SandboxError::Engine("the CPython engine's lock is poisoned".into()))?;
+        if let Some(made) = &*slot {
+            return Ok(made.clone());
+        }
+        let engine = cpython::engine(&self.shared.config)?;
+        let linker = cpython::linker(&engine)?;
+        spawn_epoch_ticker(engine.clone(), self.shared.ticker_stop.clone());
+        *slot = Some((engine.clone(), linker.clone()));
+        Ok((engine, linker))
     }
 
     /// Makes sure the image for `language` is loaded (useful before timing anything).

@@ -2,10 +2,12 @@
 //!
 //! These host functions replace (shadow) wasmtime-wasi's descriptor and path functions on
 //! the sandbox's linker, so every file descriptor a guest holds is one of ours: 0–2 are the
-//! standard streams (stdout and stderr into the output meter, stdin empty), 3 is the
-//! workspace root preopened as `/workspace` when the execution has a workspace, and the
-//! rest are files and directories opened in it. The rest of WASI (clocks, random,
-//! `poll_oneoff`, sockets — disabled) stays wasmtime-wasi's.
+//! standard streams (stdout and stderr into the output meter, stdin empty), then the
+//! guest's runtime mounts when its image has any (the CPython guest's standard library,
+//! read-only, served from memory like the workspace), then the workspace root preopened
+//! as `/workspace` when the execution has a workspace, and the rest are files and
+//! directories opened in them. The rest of WASI (clocks, random, `poll_oneoff`, sockets —
+//! disabled) stays wasmtime-wasi's.
 //!
 //! Escapes are refused the way WASI refuses them: `..` above the root and absolute paths
 //! give `ENOTCAPABLE`, symbolic and hard links cannot be made (`EPERM`), quotas give
@@ -25,7 +27,9 @@ const WASI: &str = "wasi_snapshot_preview1";
 const FAULT: Errno = 21;
 const ILSEQ: Errno = 25;
 const MFILE: Errno = 33;
-/// The preopened workspace root.
+const ROFS: Errno = 69;
+const XDEV: Errno = 75;
+/// The first preopened directory.
 const PREOPEN_FD: u32 = 3;
 /// Open descriptors per instance.
 const MAX_FDS: usize = 1024;
@@ -79,7 +83,29 @@ const FST_ATIM_NOW: u16 = 2;
 const FST_MTIM: u16 = 4;
 const FST_MTIM_NOW: u16 = 8;
 
+/// Which tree a descriptor points into.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Source {
+    /// The execution's workspace.
+    Workspace,
+    /// One of the image's runtime mounts, by index.
+    Runtime(usize),
+}
+
+/// A directory tree an image preopens for its own runtime (e.g. a standard library), in
+/// front of the workspace. Shared by every instance of the image.
+#[derive(Clone, Debug)]
+pub(crate) struct Mount {
+    /// Where the guest sees it.
+    pub(crate) guest_path: String,
+    /// Its files.
+    pub(crate) tree: Workspace,
+    /// Whether the guest may change it (only for a scratch folder while an image is made).
+    pub(crate) writable: bool,
+}
+
 struct Open {
+    source: Source,
     ino: u64,
     dir: bool,
     read: bool,
@@ -94,6 +120,11 @@ struct Open {
 #[derive(Default)]
 pub(crate) struct FsState {
     workspace: Option<Workspace>,
+    /// The image's runtime mounts, preopened at fds 3, 4, … before the workspace.
+    mounts: Arc<[Mount]>,
+    /// An image with runtime mounts always has a `/workspace` preopen (its preopen table
+    /// is part of its snapshot): without a workspace it is this empty, read-only one.
+    placeholder: Option<Workspace>,
     fds: HashMap<u32, Open>,
 }
 
@@ -101,6 +132,16 @@ impl FsState {
     /// Gives the instance `workspace` for its next execution (or none). An instance keeps
     /// its descriptors across a session's executions; it only ever sees one workspace.
     pub(crate) fn attach(&mut self, workspace: Option<Workspace>) {
+        let workspace = match workspace {
+            None if !self.mounts.is_empty() => Some(
+                self.placeholder
+                    .get_or_insert_with(|| {
+                        Workspace::new(crate::workspace::Quota { bytes: 0, files: 0 })
+                    })
+                    .clone(),
+            ),
+            other => other,
+        };
         let same = match (&self.workspace, &workspace) {
             (Some(old), Some(new)) => old.same_tree(new),
             (None, None) => true,
@@ -109,19 +150,59 @@ impl FsState {
         if !same {
             self.fds.clear();
         }
+        for index in 0..self.mounts.len() {
+            self.fds
+                .entry(PREOPEN_FD + index as u32)
+                .or_insert_with(|| Open::root(Source::Runtime(index)));
+        }
         if workspace.is_some() {
-            self.fds.entry(PREOPEN_FD).or_insert(Open {
-                ino: ROOT,
-                dir: true,
-                read: true,
-                write: false,
-                append: false,
-                pos: 0,
-                rights_base: rights::DIR_BASE,
-                rights_inheriting: rights::DIR_BASE | rights::FILE_ALL,
-            });
+            self.fds
+                .entry(self.workspace_fd())
+                .or_insert_with(|| Open::root(Source::Workspace));
         }
         self.workspace = workspace;
+    }
+
+    /// Gives the instance its image's runtime mounts (before its first execution).
+    pub(crate) fn set_mounts(&mut self, mounts: Arc<[Mount]>) {
+        self.mounts = mounts;
+        self.fds.clear();
+        self.workspace = None;
+        self.attach(None);
+    }
+
+    /// How many descriptors are open (preopens included).
+    pub(crate) fn descriptors(&self) -> usize {
+        self.fds.len()
+    }
+
+    /// The workspace root's descriptor: right after the runtime mounts.
+    fn workspace_fd(&self) -> u32 {
+        PREOPEN_FD + self.mounts.len() as u32
+    }
+
+    /// The guest path of a preopened descriptor.
+    fn preopen_path(&self, fd: i32) -> Option<&str> {
+        let index = usize::try_from(fd).ok()?.checked_sub(PREOPEN_FD as usize)?;
+        if !self.fds.contains_key(&u32::try_from(fd).ok()?) {
+            return None;
+        }
+        match self.mounts.get(index) {
+            Some(mount) => Some(&mount.guest_path),
+            None if index == self.mounts.len() && self.workspace.is_some() => Some(GUEST_ROOT),
+            None => None,
+        }
+    }
+
+    fn writable(&self, source: Source) -> bool {
+        match source {
+            // The placeholder of an execution without a workspace is read-only.
+            Source::Workspace => !matches!(
+                (&self.workspace, &self.placeholder),
+                (Some(workspace), Some(placeholder)) if workspace.same_tree(placeholder)
+            ),
+            Source::Runtime(index) => self.mounts.get(index).is_some_and(|mount| mount.writable),
+        }
     }
 
     fn open(&self, fd: i32) -> Result<&Open, Errno> {
@@ -138,18 +219,40 @@ impl FsState {
             .ok_or(errno::BADF)
     }
 
-    fn tree(&self) -> Result<std::sync::MutexGuard<'_, Tree>, Errno> {
-        self.workspace
-            .as_ref()
-            .map(Workspace::lock)
-            .ok_or(errno::BADF)
+    fn tree(&self, source: Source) -> Result<std::sync::MutexGuard<'_, Tree>, Errno> {
+        match source {
+            Source::Workspace => self
+                .workspace
+                .as_ref()
+                .map(Workspace::lock)
+                .ok_or(errno::BADF),
+            Source::Runtime(index) => self
+                .mounts
+                .get(index)
+                .map(|mount| mount.tree.lock())
+                .ok_or(errno::BADF),
+        }
+    }
+
+    /// The tree behind a descriptor, for reading.
+    fn tree_of(&self, fd: i32) -> Result<std::sync::MutexGuard<'_, Tree>, Errno> {
+        self.tree(self.open(fd)?.source)
+    }
+
+    /// The tree behind a descriptor, for changing it (`EROFS` on a read-only mount).
+    fn tree_to_change(&self, fd: i32) -> Result<std::sync::MutexGuard<'_, Tree>, Errno> {
+        let source = self.open(fd)?.source;
+        if !self.writable(source) {
+            return Err(ROFS);
+        }
+        self.tree(source)
     }
 
     fn insert(&mut self, open: Open) -> Result<u32, Errno> {
         if self.fds.len() >= MAX_FDS {
             return Err(MFILE);
         }
-        let fd = (PREOPEN_FD + 1..)
+        let fd = (PREOPEN_FD..)
             .find(|fd| !self.fds.contains_key(fd))
             .ok_or(MFILE)?;
         self.fds.insert(fd, open);
@@ -163,6 +266,23 @@ impl FsState {
             Ok(open.ino)
         } else {
             Err(errno::NOTDIR)
+        }
+    }
+}
+
+impl Open {
+    /// A preopened root directory.
+    fn root(source: Source) -> Open {
+        Open {
+            source,
+            ino: ROOT,
+            dir: true,
+            read: true,
+            write: false,
+            append: false,
+            pos: 0,
+            rights_base: rights::DIR_BASE,
+            rights_inheriting: rights::DIR_BASE | rights::FILE_ALL,
         }
     }
 }
@@ -348,7 +468,7 @@ fn fd_read(
         (open.ino, open.pos)
     };
     let read = {
-        let mut tree = fs.tree()?;
+        let mut tree = fs.tree_of(fd)?;
         let node = tree.node_mut(ino)?;
         node.accessed_ns = now_ns();
         let Kind::File(data) = &node.kind else {
@@ -403,7 +523,7 @@ fn fd_write(
         (open.ino, open.pos, open.append)
     };
     let end = {
-        let mut tree = fs.tree()?;
+        let mut tree = fs.tree_of(fd)?;
         let at = match offset {
             Some(offset) => offset,
             None if append => tree.node(ino)?.size(),
@@ -431,7 +551,7 @@ fn fd_readdir(
     if !open.dir {
         return Err(errno::NOTDIR);
     }
-    let tree = fs.tree()?;
+    let tree = fs.tree_of(fd)?;
     let node = tree.node(open.ino)?;
     let Kind::Dir(entries) = &node.kind else {
         return Err(errno::NOTDIR);
@@ -484,12 +604,14 @@ fn path_open(
 ) -> Result<u32, Errno> {
     let fs = &mut state.fs;
     let base = fs.dir_fd(fd)?;
+    let source = fs.open(fd)?.source;
+    let writable = fs.writable(source);
     let oflags = u16::try_from(oflags).unwrap_or(0);
     let fdflags = u16::try_from(fdflags).unwrap_or(0);
     let rights_base = rights_base as u64;
     let wants_write = rights_base & rights::FD_WRITE != 0;
     let (ino, dir) = {
-        let mut tree = fs.tree()?;
+        let mut tree = fs.tree(source)?;
         let (parent, name) = tree.walk_parent(base, path_text)?;
         let found = match name {
             None => Ok(parent),
@@ -509,6 +631,9 @@ fn path_open(
                 if oflags & OFLAG_DIRECTORY != 0 || path_text.ends_with('/') {
                     return Err(errno::ISDIR);
                 }
+                if !writable {
+                    return Err(ROFS);
+                }
                 tree.create(parent, name, Kind::File(Vec::new()))?
             }
             Err(code) => return Err(code),
@@ -516,6 +641,9 @@ fn path_open(
         let dir = matches!(tree.node(ino)?.kind, Kind::Dir(_));
         if dir && (wants_write || oflags & OFLAG_TRUNC != 0) {
             return Err(errno::ISDIR);
+        }
+        if !writable && (wants_write || oflags & OFLAG_TRUNC != 0) {
+            return Err(ROFS);
         }
         if !dir && (oflags & OFLAG_DIRECTORY != 0 || path_text.ends_with('/')) {
             return Err(errno::NOTDIR);
@@ -526,6 +654,7 @@ fn path_open(
         (ino, dir)
     };
     let open = Open {
+        source,
         ino,
         dir,
         read: dir || rights_base & rights::FD_READ != 0,
@@ -574,7 +703,7 @@ fn fd_filestat(state: &HostState, fd: i32) -> Result<[u8; 64], Errno> {
         return Ok([0u8; 64]);
     }
     let open = state.fs.open(fd)?;
-    let tree = state.fs.tree()?;
+    let tree = state.fs.tree_of(fd)?;
     Ok(stat_bytes(open.ino, tree.node(open.ino)?))
 }
 
@@ -601,7 +730,7 @@ fn seek(state: &mut HostState, fd: i32, offset: i64, whence: i32) -> Result<u64,
         if open.dir {
             return Err(errno::BADF);
         }
-        state.fs.tree()?.node(open.ino)?.size()
+        state.fs.tree_of(fd)?.node(open.ino)?.size()
     };
     let open = state.fs.open_mut(fd)?;
     let base = match whence {
@@ -629,14 +758,9 @@ fn define(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
         "fd_prestat_get",
         |mut caller: Caller<'_, HostState>, fd: i32, buf: i32| -> i32 {
             code(with_memory(&mut caller, |mem, state| {
-                if fd != PREOPEN_FD as i32
-                    || state.fs.workspace.is_none()
-                    || !state.fs.fds.contains_key(&PREOPEN_FD)
-                {
-                    return Err(errno::BADF);
-                }
+                let name = state.fs.preopen_path(fd).ok_or(errno::BADF)?;
                 let mut prestat = [0u8; 8];
-                prestat[4..8].copy_from_slice(&(GUEST_ROOT.len() as u32).to_le_bytes());
+                prestat[4..8].copy_from_slice(&(name.len() as u32).to_le_bytes());
                 put_bytes(mem, buf, &prestat)
             }))
         },
@@ -646,11 +770,8 @@ fn define(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
         "fd_prestat_dir_name",
         |mut caller: Caller<'_, HostState>, fd: i32, buf: i32, len: i32| -> i32 {
             code(with_memory(&mut caller, |mem, state| {
-                if fd != PREOPEN_FD as i32 || state.fs.workspace.is_none() {
-                    return Err(errno::BADF);
-                }
+                let name = state.fs.preopen_path(fd).ok_or(errno::BADF)?.as_bytes();
                 let len = usize::try_from(len).map_err(|_| FAULT)?;
-                let name = GUEST_ROOT.as_bytes();
                 put_bytes(mem, buf, &name[..len.min(name.len())])
             }))
         },
@@ -820,7 +941,8 @@ fn define(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
         |mut caller: Caller<'_, HostState>, fd: i32, size: i64| -> i32 {
             let state = caller.data_mut();
             code(
-                writable_file(state, fd).and_then(|ino| state.fs.tree()?.set_len(ino, size as u64)),
+                writable_file(state, fd)
+                    .and_then(|ino| state.fs.tree_of(fd)?.set_len(ino, size as u64)),
             )
         },
     )?;
@@ -830,7 +952,7 @@ fn define(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
         |mut caller: Caller<'_, HostState>, fd: i32, offset: i64, len: i64| -> i32 {
             let state = caller.data_mut();
             code(writable_file(state, fd).and_then(|ino| {
-                let mut tree = state.fs.tree()?;
+                let mut tree = state.fs.tree_of(fd)?;
                 let end = (offset as u64).checked_add(len as u64).ok_or(errno::FBIG)?;
                 if end > tree.node(ino)?.size() {
                     tree.set_len(ino, end)?;
@@ -848,7 +970,7 @@ fn define(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
             }
             let fs = &caller.data().fs;
             code(fs.open(fd).and_then(|open| {
-                let mut tree = fs.tree()?;
+                let mut tree = fs.tree_to_change(fd)?;
                 set_times(tree.node_mut(open.ino)?, atim, mtim, flags);
                 Ok(())
             }))
@@ -924,7 +1046,7 @@ fn define(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
             code(with_memory(&mut caller, |mem, state| {
                 let path = path(mem, ptr, len)?;
                 let base = state.fs.dir_fd(fd)?;
-                let mut tree = state.fs.tree()?;
+                let mut tree = state.fs.tree_to_change(fd)?;
                 let (parent, name) = tree.walk_parent(base, &path)?;
                 let name = name.ok_or(errno::EXIST)?;
                 tree.create(parent, name, Kind::Dir(BTreeMap::new()))
@@ -946,7 +1068,7 @@ fn define(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
                 let path = path(mem, ptr, len)?;
                 let base = state.fs.dir_fd(fd)?;
                 let stat = {
-                    let tree = state.fs.tree()?;
+                    let tree = state.fs.tree_of(fd)?;
                     let ino = tree.resolve(base, &path)?;
                     stat_bytes(ino, tree.node(ino)?)
                 };
@@ -969,7 +1091,7 @@ fn define(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
             code(with_memory(&mut caller, |mem, state| {
                 let path = path(mem, ptr, len)?;
                 let base = state.fs.dir_fd(fd)?;
-                let mut tree = state.fs.tree()?;
+                let mut tree = state.fs.tree_to_change(fd)?;
                 let ino = tree.resolve(base, &path)?;
                 set_times(tree.node_mut(ino)?, atim, mtim, fst);
                 Ok(())
@@ -1005,7 +1127,7 @@ fn define(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
             code(with_memory(&mut caller, |mem, state| {
                 let path = path(mem, ptr, len)?;
                 let base = state.fs.dir_fd(fd)?;
-                state.fs.tree()?.resolve(base, &path)?;
+                state.fs.tree_of(fd)?.resolve(base, &path)?;
                 Err(errno::INVAL)
             }))
         },
@@ -1042,7 +1164,7 @@ fn define(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
             code(with_memory(&mut caller, |mem, state| {
                 let path = path(mem, ptr, len)?;
                 let base = state.fs.dir_fd(fd)?;
-                let mut tree = state.fs.tree()?;
+                let mut tree = state.fs.tree_to_change(fd)?;
                 let (parent, name) = tree.walk_parent(base, &path)?;
                 tree.remove(parent, name.ok_or(errno::INVAL)?, true)
             }))
@@ -1058,7 +1180,7 @@ fn define(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
                     return Err(errno::NOTDIR);
                 }
                 let base = state.fs.dir_fd(fd)?;
-                let mut tree = state.fs.tree()?;
+                let mut tree = state.fs.tree_to_change(fd)?;
                 let (parent, name) = tree.walk_parent(base, &path)?;
                 tree.remove(parent, name.ok_or(errno::ISDIR)?, false)
             }))
@@ -1080,7 +1202,10 @@ fn define(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
                 let new = path(mem, new_ptr, new_len)?;
                 let from_base = state.fs.dir_fd(fd)?;
                 let to_base = state.fs.dir_fd(new_fd)?;
-                let mut tree = state.fs.tree()?;
+                if state.fs.open(fd)?.source != state.fs.open(new_fd)?.source {
+                    return Err(XDEV);
+                }
+                let mut tree = state.fs.tree_to_change(fd)?;
                 let (from_dir, from) = tree.walk_parent(from_base, &old)?;
                 let (to_dir, to) = tree.walk_parent(to_base, &new)?;
                 let (Some(from), Some(to)) = (from, to) else {

@@ -8,6 +8,7 @@
 
 mod cache;
 mod common;
+mod cpython;
 mod hostile;
 mod javascript;
 mod limits;

