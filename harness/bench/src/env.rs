@@ -556,7 +556,11 @@ impl WebEnv {
 }
 
 fn ms(since: Instant) -> f64 {
-    since.elapsed().as_secs_f64() * 1000.0
+    round2(since.elapsed().as_secs_f64() * 1000.0)
+}
+
+fn round2(v: f64) -> f64 {
+    (v * 100.0).round() / 100.0
 }
 
 /// Reads the task's reward from the page: `true` is 1, `false` 0, numbers are clamped
@@ -618,7 +622,11 @@ fn absorb(
             info.screen_ops
                 .push(serde_json::to_value(op).unwrap_or(Value::Null));
         }
-        timings.push(serde_json::to_value(report.timings_ms).unwrap_or(Value::Null));
+        let t = report.timings_ms;
+        timings.push(serde_json::json!({
+            "gate": round2(t.gate), "act": round2(t.act), "settle": round2(t.settle),
+            "capture": round2(t.capture), "total": round2(t.total),
+        }));
     }
     let Some((end, _)) = reports.last() else {
         return;

@@ -1,0 +1,262 @@
+//! `cordon bench`: the built-in suite with the scripted policy at DPR 1 and 2, the report
+//! rendered by a real headless Chromium (the marked click must show), resuming a run, and a
+//! suite with a malformed task (that episode is an error, the others still run).
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::cordon;
+
+fn bench(args: &[&str]) -> (i32, String, String) {
+    let mut all = vec!["bench", "--no-browser-sandbox"];
+    all.extend_from_slice(args);
+    let output = cordon(&all, "");
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+fn results(dir: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap()
+}
+
+/// Runs Chromium headless on `args` (a screenshot, a DOM dump) with a fresh profile, and
+/// stops it after 60 s at most.
+fn chromium(args: &[String]) -> std::process::Output {
+    let profile = tempfile::tempdir().unwrap();
+    let mut child = Command::new("/usr/lib/chromium/chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("chromium runs (tests/bootstrap.sh installs it)");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn check_report_renders(dir: &Path) {
+    let report = dir.join("report.html");
+    let url = format!("file://{}", report.display());
+    // The DOM: a marker on the first click of the autocomplete episode, in model pixels.
+    let dom = chromium(&["--dump-dom".into(), url.clone()]);
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert!(
+        dom.contains(r#"class="mark click" data-model-x="200" data-model-y="96""#),
+        "no marker in the DOM ({} bytes)",
+        dom.len()
+    );
+    assert!(dom.contains("<img alt=\"before step 1\" src=\"data:image/png;base64,"));
+    // The pixels: the page as a person sees it, with the magenta marker drawn over the
+    // first screenshot.
+    let shot = tempfile::tempdir().unwrap();
+    let png = shot.path().join("report.png");
+    chromium(&[
+        "--window-size=1400,1400".into(),
+        format!("--screenshot={}", png.display()),
+        url,
+    ]);
+    let image = image::open(&png)
+        .expect("a screenshot of the report")
+        .to_rgb8();
+    let magenta: Vec<(u32, u32)> = image
+        .enumerate_pixels()
+        .filter(|(_, _, p)| p[0] > 230 && p[1] < 40 && p[2] > 230)
+        .map(|(x, y, _)| (x, y))
+        .collect();
+    assert!(magenta.len() > 50, "{} marker pixels", magenta.len());
+    // The first marker sits on the first screenshot (left column, below the tables).
+    let (x, y) = magenta[0];
+    assert!(x < 700 && y > 400, "marker at ({x}, {y})");
+    // And the screenshot under it was drawn: it has the page's white and the field's border.
+    let dark = image
+        .pixels()
+        .filter(|p| p[0] < 100 && p[1] < 100 && p[2] < 100)
+        .count();
+    assert!(dark > 500, "the report looks empty ({dark} dark pixels)");
+}
+
+#[test]
+fn the_builtin_suite_passes_with_the_scripted_policy_at_dpr_1_and_2_and_the_report_renders() {
+    for dpr in ["1", "2"] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("run");
+        let out_s = out.to_str().unwrap();
+        let (code, stdout, stderr) = bench(&[
+            "--suite", "builtin", "--policy", "script", "--out", out_s, "--jobs", "2", "--dpr", dpr,
+        ]);
+        assert_eq!(code, 0, "DPR {dpr}\nstdout:\n{stdout}\nstderr:\n{stderr}");
+        assert!(stdout.contains("6/6 succeeded"), "{stdout}");
+        // Not a terminal: one plain progress line per episode.
+        assert_eq!(stderr.matches("bench: [").count(), 6, "{stderr}");
+        let run = results(&out);
+        assert_eq!(run["summary"]["success_rate"], 1.0);
+        assert_eq!(run["dpr"].as_f64(), Some(dpr.parse().unwrap()));
+        for episode in run["episodes"].as_array().unwrap() {
+            assert_eq!(
+                episode["screen"]["dpr"].as_f64(),
+                Some(dpr.parse().unwrap())
+            );
+            assert!(
+                episode["trace"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .all(|s| s["status"] == "ok")
+            );
+        }
+        // Gate decisions are recorded: the form's submit button asked and was approved.
+        let form = run["episodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["id"] == "form-s0")
+            .unwrap();
+        let gates: Vec<&Value> = form["trace"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|s| s["gates"].as_array().unwrap())
+            .collect();
+        assert!(
+            gates
+                .iter()
+                .any(|g| g["decision"] == "ask" && g["answer"] == "approved"),
+            "{gates:?}"
+        );
+        if dpr == "2" {
+            check_report_renders(&out);
+        }
+    }
+}
+
+#[test]
+fn a_run_resumes_with_only_the_episodes_it_had_not_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let out_s = out.to_str().unwrap();
+    let (code, _, stderr) = bench(&[
+        "--suite", "builtin", "--policy", "script", "--out", out_s, "--task", "drag", "--task",
+        "scroll",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    std::fs::remove_dir_all(out.join("episodes/scroll-s0")).unwrap();
+    let (code, _, stderr) = bench(&["--resume", out_s, "--task", "drag", "--task", "scroll"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("1 episodes already done, 1 to run"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("bench: [").count(), 1, "{stderr}");
+    let run = results(&out);
+    assert_eq!(run["summary"]["episodes"], 2);
+    assert_eq!(run["summary"]["succeeded"], 2);
+}
+
+#[test]
+fn a_malformed_task_is_an_error_episode_and_the_others_still_run() {
+    let suite = tempfile::tempdir().unwrap();
+    let good = suite.path().join("good");
+    std::fs::create_dir(&good).unwrap();
+    std::fs::write(
+        good.join("task.json"),
+        r##"{"kind": "web", "prompt": "Press the button.", "pages": ".",
+             "reward": {"selector": "#b", "text": "pressed"}, "max_steps": 3}"##,
+    )
+    .unwrap();
+    std::fs::write(
+        good.join("index.html"),
+        "<button id=b style='position:absolute;left:0;top:0;width:400px;height:400px' \
+         onclick=\"this.textContent='pressed'\">press</button>",
+    )
+    .unwrap();
+    std::fs::write(
+        good.join("script.jsonl"),
+        "{\"action\": \"teleport\"}\n{\"action\": \"left_click\", \"coordinate\": [5000, 5]}\n\
+         {\"action\": \"left_click\", \"coordinate\": [100, 100]}\n",
+    )
+    .unwrap();
+    let bad = suite.path().join("bad");
+    std::fs::create_dir(&bad).unwrap();
+    std::fs::write(
+        bad.join("task.json"),
+        r#"{"kind": "web", "prompt": "p", "reward": {"js": "1"}}"#,
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let (code, stdout, stderr) = bench(&[
+        "--suite",
+        suite.path().to_str().unwrap(),
+        "--policy",
+        "script",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "not every episode succeeded\n{stdout}\n{stderr}");
+    assert!(stderr.contains("task bad cannot run"), "{stderr}");
+    let run = results(&out);
+    let episodes = run["episodes"].as_array().unwrap();
+    assert_eq!(episodes[0]["id"], "bad-s0");
+    assert!(
+        episodes[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("needs `url` or `pages`")
+    );
+    assert_eq!(episodes[1]["id"], "good-s0");
+    assert_eq!(episodes[1]["success"], true, "{}", episodes[1]);
+    let trace = episodes[1]["trace"].as_array().unwrap();
+    assert!(
+        trace[0]["error"].as_str().unwrap().contains("teleport"),
+        "{}",
+        trace[0]
+    );
+    assert!(
+        trace[1]["error"].as_str().unwrap().contains("0..=1023"),
+        "{}",
+        trace[1]
+    );
+    assert!(out.join("report.html").is_file());
+}
+
+#[test]
+fn bench_without_a_run_directory_says_what_to_give() {
+    let (code, _, stderr) = bench(&["--suite", "builtin", "--policy", "script"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("--out RUN_DIR"), "{stderr}");
+    let (code, _, stderr) = bench(&[
+        "--suite",
+        "/nonexistent/suite",
+        "--policy",
+        "script",
+        "--out",
+        "/tmp/x",
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("/nonexistent/suite"), "{stderr}");
+}
