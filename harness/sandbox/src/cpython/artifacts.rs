@@ -60,7 +60,7 @@ const SUMS: Pin = Pin {
     name: "SHA256SUMS",
     sha256: "3339091f49b6cf94aaf90d5a68c281c3f1cc3384450f3cb94b768d8274d0fa20",
 };
-const MEMBERS: [&Pin; 4] = [&SNAPSHOT_WASM, &STDLIB_ZIP, &MANIFEST, &SUMS];
+pub(crate) const MEMBERS: [&Pin; 4] = [&SNAPSHOT_WASM, &STDLIB_ZIP, &MANIFEST, &SUMS];
 const LICENSES: &str = "LICENSES/";
 /// The default package index (PEP 503 "simple" API); `CORDON_PYPI_INDEX` replaces it.
 const DEFAULT_INDEX: &str = "https://pypi.org/simple";
@@ -131,6 +131,13 @@ pub(crate) struct Artifacts {
 }
 
 impl Artifacts {
+    /// The installed version under `cache_dir` (its files are checked when read).
+    pub(crate) fn at(cache_dir: &Path) -> Self {
+        Artifacts {
+            dir: install_dir(cache_dir),
+        }
+    }
+
     /// The folder holding the members and the licences.
     pub(crate) fn dir(&self) -> &Path {
         &self.dir
@@ -160,7 +167,14 @@ pub(crate) async fn ensure(
 ) -> Result<Artifacts, ArtifactError> {
     let dir = install_dir(cache_dir);
     let root = dir.parent().unwrap_or(cache_dir).to_owned();
-    std::fs::create_dir_all(&root).map_err(io(&root))?;
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&root)
+            .map_err(io(&root))?;
+    }
     let lock_path = root.join(".lock");
     let lock = std::fs::OpenOptions::new()
         .create(true)

@@ -517,6 +517,16 @@ pub fn install_dir(cache_dir: &Path) -> PathBuf {
     artifacts::install_dir(cache_dir)
 }
 
+/// Checks every installed artifact of the pinned version under `cache_dir` against its
+/// pin (what each load does for the files it uses).
+pub fn verify(cache_dir: &Path) -> Result<(), ArtifactError> {
+    let installed = artifacts::Artifacts::at(cache_dir);
+    for pin in artifacts::MEMBERS {
+        installed.read(pin)?;
+    }
+    Ok(())
+}
+
 /// Fetches and verifies the CPython artifacts into `cache_dir` without building the
 /// image (`cordon fetch`).
 pub async fn fetch(

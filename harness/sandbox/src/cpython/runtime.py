@@ -526,5 +526,9 @@ def _preload(packages):
 
             matplotlib.use("Agg")
             import matplotlib.pyplot  # noqa: F401  builds the font list now
+
+            # matplotlib noted its scratch config folder in the environment; it keeps the
+            # folder itself, and executions start with an empty environment.
+            os.environ.pop("MPLCONFIGDIR", None)
     gc.collect()
     gc.freeze()

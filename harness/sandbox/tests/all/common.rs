@@ -49,9 +49,18 @@ pub fn client_tool(name: &str) -> Value {
     serde_json::json!({"name": name, "handler": {"kind": "client"}})
 }
 
+/// The guest the Python suites run on: `python` (RustPython), or the CPython guest when
+/// `CORDON_TEST_PYTHON=cpython` (the same contract, checked by the same tests).
+pub fn python_language() -> Language {
+    match std::env::var("CORDON_TEST_PYTHON").as_deref() {
+        Ok("cpython") => Language::Cpython,
+        _ => Language::Python,
+    }
+}
+
 /// Starts a Python execution.
 pub async fn start(code: &str, tools: Dispatcher, limits: Limits) -> Execution {
-    start_in(Language::Python, code, tools, limits).await
+    start_in(python_language(), code, tools, limits).await
 }
 
 /// Starts an execution in `language`.

@@ -1,6 +1,6 @@
 //! Sessions keep their instance: state survives executions; a limit starts over.
 
-use cordon_protocol::execution::{ExecutionStatus, Language, LimitKind, Limits};
+use cordon_protocol::execution::{ExecutionStatus, LimitKind, Limits};
 use cordon_sandbox::SessionSpec;
 use serde_json::json;
 
@@ -10,7 +10,7 @@ use crate::common::*;
 async fn variables_functions_and_imports_survive_between_executions() {
     let session = sandbox()
         .await
-        .session(SessionSpec::new(Language::Python, no_tools()));
+        .session(SessionSpec::new(python_language(), no_tools()));
     completed(
         session
             .execute("import math\ncounter = 1\ndef bump():\n    global counter\n    counter += 1")
@@ -27,7 +27,7 @@ async fn variables_functions_and_imports_survive_between_executions() {
 async fn an_exception_keeps_the_session_state() {
     let session = sandbox()
         .await
-        .session(SessionSpec::new(Language::Python, no_tools()));
+        .session(SessionSpec::new(python_language(), no_tools()));
     completed(session.execute("x = 41").wait().await);
     let failed = session
         .execute("x += 1\nraise ValueError('boom')")
@@ -40,7 +40,7 @@ async fn an_exception_keeps_the_session_state() {
 
 #[tokio::test]
 async fn a_limit_resets_the_session_to_a_fresh_instance() {
-    let spec = SessionSpec::new(Language::Python, no_tools()).limits(Limits {
+    let spec = SessionSpec::new(python_language(), no_tools()).limits(Limits {
         cpu_ms: 100,
         ..Limits::default()
     });
@@ -56,7 +56,7 @@ async fn a_limit_resets_the_session_to_a_fresh_instance() {
 async fn executions_on_one_session_run_in_order() {
     let session = sandbox()
         .await
-        .session(SessionSpec::new(Language::Python, no_tools()));
+        .session(SessionSpec::new(python_language(), no_tools()));
     let first = session.execute("import time\ntime.sleep(0.05)\nlog = ['first']");
     let second = session.execute("log.append('second')\nlog");
     let (_, second) = tokio::join!(first.wait(), second.wait());

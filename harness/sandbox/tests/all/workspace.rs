@@ -32,7 +32,7 @@ async fn run_in(
 }
 
 async fn py(workspace: &Workspace, code: &str) -> ExecutionResult {
-    run_in(Language::Python, workspace, code, Limits::default()).await
+    run_in(python_language(), workspace, code, Limits::default()).await
 }
 
 #[track_caller]
@@ -196,7 +196,7 @@ async fn the_byte_quota_is_an_os_error_and_the_execution_goes_on() {
         ..Limits::default()
     };
     let result = run_in(
-        Language::Python,
+        python_language(),
         &workspace,
         r#"
 import errno
@@ -229,7 +229,7 @@ async fn the_file_quota_is_an_os_error_and_the_execution_goes_on() {
         ..Limits::default()
     };
     let result = run_in(
-        Language::Python,
+        python_language(),
         &workspace,
         r#"
 import errno
@@ -277,7 +277,7 @@ async fn a_session_keeps_its_files_and_open_handles() {
     let workspace = workspace();
     let session = sandbox()
         .await
-        .session(SessionSpec::new(Language::Python, no_tools()).workspace(workspace.clone()));
+        .session(SessionSpec::new(python_language(), no_tools()).workspace(workspace.clone()));
     let first = session
         .execute("log = open('log.txt', 'w')\nlog.write('one\\n')\nlog.flush()")
         .wait()
