@@ -8,7 +8,8 @@
 #   - chromium: the computer-use browser backend and its tests
 #   - xvfb, xterm, x11-utils (xmessage, xev, xwininfo), x11-xkb-utils (setxkbmap), xdotool:
 #     the desktop backend and its tests; libxkbcommon-dev: enigo links libxkbcommon
-#   - the Python clients of the end-to-end tests (tests/requirements.txt: httpx, mcp)
+#   - the Python clients of the end-to-end tests (tests/requirements.txt: httpx, mcp, the
+#     SDKs, and the frameworks the adapters plug into: openai-agents, smolagents, gymnasium)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -48,7 +49,7 @@ if ((${#missing[@]})); then
 fi
 # The real clients the server tests drive (tests/e2e). Checked by import, so a machine that
 # has them pays one python3 start, not a pip run.
-if ! python3 -c 'import httpx, mcp, anthropic, openai' 2>/dev/null; then
+if ! python3 -c 'import httpx, mcp, anthropic, openai, agents, smolagents, gymnasium, PIL, numpy' 2>/dev/null; then
     say "installing the Python test clients (tests/requirements.txt)"
     # Debian's own python3 refuses system-wide installs (PEP 668): fall back to --user.
     python3 -m pip install -q -r tests/requirements.txt >&2 ||

@@ -720,6 +720,32 @@ impl ComputerPool {
             .await?
     }
 
+    /// Starts the pool's Chromium if none runs, and returns it: benchmark environments
+    /// (`/v1/envs`) run in the same browser as the sessions, each in its own context.
+    pub fn launcher(
+        &self,
+    ) -> Arc<dyn Fn() -> futures::future::BoxFuture<'static, Result<Browser, String>> + Send + Sync>
+    {
+        // Shutting down then stops a browser only environments used.
+        self.worker.started.store(true, Ordering::SeqCst);
+        let (slot, options, pid) = (self.browser.clone(), self.options.clone(), self.pid.clone());
+        Arc::new(move || {
+            let (slot, options, pid) = (slot.clone(), options.clone(), pid.clone());
+            Box::pin(async move {
+                let mut slot = slot.lock().await;
+                if let Some(browser) = &*slot {
+                    return Ok(browser.clone());
+                }
+                let browser = Browser::launch(options)
+                    .await
+                    .map_err(|error| ComputerError::from_launch(error).to_string())?;
+                pid.store(browser.pid().unwrap_or(0), Ordering::SeqCst);
+                *slot = Some(browser.clone());
+                Ok(browser)
+            })
+        })
+    }
+
     /// Runs one call on `computer`.
     pub async fn step(
         &self,

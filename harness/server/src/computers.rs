@@ -89,6 +89,13 @@ pub(crate) struct ComputerHub {
     live: Mutex<Live>,
 }
 
+impl ComputerHub {
+    /// The browser pool (shared with the benchmark environments).
+    pub(crate) fn pool(&self) -> &ComputerPool {
+        &self.pool
+    }
+}
+
 impl ComputerError {
     /// The HTTP answer for this error.
     pub(crate) fn to_api(&self) -> ApiError {

@@ -43,6 +43,7 @@ use crate::guard::{HostGuard, guard_requests};
 use crate::hub::{DEFAULT_TTL, Hub, MAX_TTL, spawn_periodic};
 use crate::store::{EventRow, Store, StoreError};
 
+pub mod envs;
 mod files;
 mod gateway;
 mod session;
@@ -127,6 +128,7 @@ impl HttpOptions {
 pub struct HttpApi {
     hub: Arc<Hub>,
     computers: Arc<ComputerHub>,
+    envs: envs::Envs,
     gateway: Option<Arc<gateway::Mount>>,
     options: HttpOptions,
     expired_on_start: usize,
@@ -163,9 +165,17 @@ impl std::fmt::Debug for HttpApi {
 
 type AppState = Arc<App>;
 
+impl axum::extract::FromRef<AppState> for envs::Envs {
+    fn from_ref(app: &AppState) -> Self {
+        app.envs.clone()
+    }
+}
+
 struct App {
     hub: Arc<Hub>,
     computers: Arc<ComputerHub>,
+    /// Benchmark environments (`/v1/envs`).
+    envs: envs::Envs,
     token: Option<String>,
     /// Client-declared `command`/`http` tools are accepted (a token is set, or
     /// `--allow-host-tools`).
@@ -215,9 +225,11 @@ impl HttpApi {
         if let Some(retain) = options.retain {
             spawn_retention(&computers, retain);
         }
+        let envs = envs::Envs::new(Some(computers.pool().launcher()));
         Ok(HttpApi {
             hub,
             computers,
+            envs,
             gateway,
             options,
             expired_on_start,
@@ -243,6 +255,7 @@ impl HttpApi {
         let app = Arc::new(App {
             hub: self.hub.clone(),
             computers: self.computers.clone(),
+            envs: self.envs.clone(),
             token: self.options.token.clone(),
             host_tools: self.options.token.is_some() || self.options.allow_host_tools,
             gateway: self.gateway.clone(),
@@ -279,6 +292,7 @@ impl HttpApi {
             .merge(gateway::routes())
             .merge(session::routes())
             .merge(files::routes())
+            .merge(envs::routes())
             .fallback(route_not_found)
             .method_not_allowed_fallback(method_not_allowed)
             .layer(middleware::from_fn_with_state(app.clone(), authenticate))

@@ -9,6 +9,7 @@
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
+mod adapters;
 mod bench;
 mod browser;
 #[cfg(feature = "desktop")]
