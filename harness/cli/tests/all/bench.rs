@@ -260,3 +260,65 @@ fn bench_without_a_run_directory_says_what_to_give() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("/nonexistent/suite"), "{stderr}");
 }
+
+#[test]
+fn a_code_task_is_scored_by_its_checker_in_the_sandbox() {
+    let suite = tempfile::tempdir().unwrap();
+    for (name, solution) in [
+        (
+            "sum",
+            "import csv\nrows = list(csv.DictReader(open('data.csv')))\nopen('total.txt', 'w').write(str(sum(int(r['n']) for r in rows)))\n",
+        ),
+        ("wrong", "open('total.txt', 'w').write('41')\n"),
+    ] {
+        let task = suite.path().join(name);
+        std::fs::create_dir_all(task.join("workspace")).unwrap();
+        std::fs::write(
+            task.join("task.json"),
+            r#"{"kind": "code", "prompt": "Write the sum of column n of data.csv to total.txt.",
+                "workspace": "workspace", "checker": "check.py"}"#,
+        )
+        .unwrap();
+        std::fs::write(task.join("workspace/data.csv"), "n\n20\n22\n").unwrap();
+        std::fs::write(
+            task.join("check.py"),
+            "assert open('total.txt').read().strip() == '42', 'total.txt is not 42'\n",
+        )
+        .unwrap();
+        std::fs::write(task.join("solution.py"), solution).unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let (code, stdout, stderr) = bench(&[
+        "--suite",
+        suite.path().to_str().unwrap(),
+        "--policy",
+        "script",
+        "--out",
+        out.to_str().unwrap(),
+        "--jobs",
+        "2",
+    ]);
+    assert_eq!(code, 1, "one of two fails\n{stdout}\n{stderr}");
+    let run = results(&out);
+    let episodes = run["episodes"].as_array().unwrap();
+    assert_eq!(
+        (episodes[0]["id"].as_str(), episodes[0]["success"].as_bool()),
+        (Some("sum-s0"), Some(true)),
+        "{}",
+        episodes[0]
+    );
+    assert_eq!(episodes[0]["code"][0]["status"], "completed");
+    assert_eq!(
+        (episodes[1]["id"].as_str(), episodes[1]["reward"].as_f64()),
+        (Some("wrong-s0"), Some(0.0))
+    );
+    assert!(
+        episodes[1]["code"][0]["checker"]
+            .as_str()
+            .unwrap()
+            .contains("total.txt is not 42"),
+        "{}",
+        episodes[1]
+    );
+}
