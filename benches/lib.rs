@@ -40,6 +40,18 @@ pub fn resident_bytes() -> u64 {
     pages * 4096
 }
 
+/// Minor page faults this process has taken so far (Linux `/proc/self/stat`, field 10):
+/// what a fresh instance costs the kernel, since every page a run touches for the first
+/// time is one.
+pub fn minor_faults() -> u64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The command name (field 2) may hold spaces; fields are counted after its `)`.
+    stat.rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().nth(7))
+        .and_then(|faults| faults.parse().ok())
+        .unwrap_or(0)
+}
+
 /// Formats a duration in the most readable unit.
 pub fn fmt(duration: Duration) -> String {
     let micros = duration.as_secs_f64() * 1e6;

@@ -1,5 +1,6 @@
 //! Sandbox benchmarks (issue: programmatic tool calling). Run with
 //! `cargo bench -p cordon-benches --bench sandbox`; numbers go to docs/benchmarks.md.
+//! `CORDON_BENCH_LANG=python|javascript` and `CORDON_BENCH_CASES=fresh,calls,…` pick a part.
 
 #![allow(
     clippy::expect_used,
@@ -9,7 +10,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cordon_benches::{fmt, resident_bytes, summarize};
+use cordon_benches::{fmt, minor_faults, resident_bytes, summarize};
 use cordon_core::{Dispatcher, ToolRegistry};
 use cordon_protocol::execution::{ExecutionStatus, Language, Limits};
 use cordon_sandbox::{ExecutionRequest, Sandbox, SandboxConfig, SessionSpec};
@@ -26,11 +27,11 @@ fn tools() -> Dispatcher {
 }
 
 async fn run(sandbox: &Sandbox, language: Language, code: &str) -> Duration {
+    // The dispatcher (tool registry, compiled schemas) is built before the clock starts: a
+    // server builds it once per tool set, not once per execution.
+    let request = ExecutionRequest::new(language, code, tools());
     let started = Instant::now();
-    let result = sandbox
-        .execute(ExecutionRequest::new(language, code, tools()))
-        .wait()
-        .await;
+    let result = sandbox.execute(request).wait().await;
     let elapsed = started.elapsed();
     assert_eq!(result.status, ExecutionStatus::Completed, "{result:?}");
     elapsed
@@ -41,12 +42,14 @@ async fn fresh_instance(sandbox: &Sandbox, language: Language, code: &str) {
         run(sandbox, language, code).await;
     }
     let mut samples = Vec::new();
+    let faults_before = minor_faults();
     for _ in 0..2000 {
         samples.push(run(sandbox, language, code).await);
     }
+    let faults = (minor_faults() - faults_before) as f64 / 2000.0;
     let s = summarize(&mut samples);
     println!(
-        "fresh instance `{code}` ({}): p50 {}  p99 {}  mean {}  (n={})",
+        "fresh instance `{code}` ({}): p50 {}  p99 {}  mean {}  (n={}), {faults:.0} page faults per run",
         language.as_str(),
         fmt(s.p50),
         fmt(s.p99),
@@ -68,6 +71,28 @@ async fn tool_calls(sandbox: &Sandbox, language: Language, with_calls: &str, wit
         language.as_str(),
         fmt(s.p50)
     );
+}
+
+/// The host's share of a tool call: one schema-checked static call through the dispatcher,
+/// with nothing listening to events (as in the sandbox when no one streams them).
+async fn host_dispatch() {
+    let dispatcher = tools();
+    let context = cordon_core::dispatch::CallContext::new("bench");
+    let call = || vec![("lookup".to_owned(), r#"{"key": 7}"#.to_owned())];
+    for _ in 0..10_000 {
+        dispatcher.call_batch(&context, call()).await;
+    }
+    let mut samples = Vec::new();
+    for _ in 0..20 {
+        let started = Instant::now();
+        for _ in 0..10_000 {
+            let done = dispatcher.call_batch(&context, call()).await;
+            assert!(done[0].result.is_ok());
+        }
+        samples.push(started.elapsed() / 10_000);
+    }
+    let s = summarize(&mut samples);
+    println!("host dispatch of one static call: {} per call", fmt(s.p50));
 }
 
 async fn cold_and_warm_start(language: Language, hello: &str) {
@@ -142,6 +167,14 @@ async fn concurrent(sandbox: &Sandbox, language: Language, code: &'static str) {
     );
 }
 
+/// Whether a case runs: all of them unless `CORDON_BENCH_CASES` lists some (comma-separated:
+/// dispatch, fresh, calls, sessions, concurrent, start).
+fn wanted(case: &str) -> bool {
+    std::env::var("CORDON_BENCH_CASES")
+        .map(|cases| cases.split(',').any(|wanted| wanted.trim() == case))
+        .unwrap_or(true)
+}
+
 fn main() {
     let languages: Vec<Language> = match std::env::var("CORDON_BENCH_LANG").as_deref() {
         Ok("python") => vec![Language::Python],
@@ -156,6 +189,9 @@ fn main() {
         let sandbox = Sandbox::new(SandboxConfig::default().preload(vec![]).max_instances(400))
             .await
             .expect("sandbox");
+        if wanted("dispatch") {
+            host_dispatch().await;
+        }
         for language in languages {
             if sandbox.prepare(language).await.is_err() {
                 println!("({} image not built; skipped)", language.as_str());
@@ -175,21 +211,27 @@ fn main() {
                     "function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2) }\nfib(15)",
                 ),
             };
-            fresh_instance(&sandbox, language, hello).await;
-            tool_calls(&sandbox, language, loop_calls, loop_empty).await;
-            idle_sessions(
-                &sandbox,
-                language,
-                if language == Language::Python {
+            if wanted("fresh") {
+                fresh_instance(&sandbox, language, hello).await;
+            }
+            if wanted("calls") {
+                tool_calls(&sandbox, language, loop_calls, loop_empty).await;
+            }
+            if wanted("sessions") {
+                let assignment = if language == Language::Python {
                     "x = 1"
                 } else {
                     "var x = 1"
-                },
-            )
-            .await;
-            concurrent(&sandbox, language, hello).await;
-            concurrent(&sandbox, language, compute).await;
-            cold_and_warm_start(language, hello).await;
+                };
+                idle_sessions(&sandbox, language, assignment).await;
+            }
+            if wanted("concurrent") {
+                concurrent(&sandbox, language, hello).await;
+                concurrent(&sandbox, language, compute).await;
+            }
+            if wanted("start") {
+                cold_and_warm_start(language, hello).await;
+            }
         }
     });
 }

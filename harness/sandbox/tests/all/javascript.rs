@@ -213,3 +213,23 @@ async fn no_host_reach() {
         ])
     );
 }
+
+/// Fresh instances reuse memory slots (reset in place for JavaScript): whatever a run wrote,
+/// heap and globals, the next run starts from the image.
+#[tokio::test]
+async fn fresh_instances_start_from_the_image_whatever_ran_before() {
+    let dirty = "globalThis.secret = 'x'.repeat(1 << 20); \
+                 globalThis.kept = Array.from({length: 20000}, (_, i) => ({i})); \
+                 Object.prototype.polluted = 1; JSON.stringify = null; kept.length";
+    let check = "[typeof secret, typeof kept, ({}).polluted === undefined, \
+                 JSON.stringify({a: [1, 2]}), Array.from({length: 1000}, (_, i) => i).reduce((a, b) => a + b)]";
+    for _ in 0..10 {
+        let written = completed(js(dirty, no_tools(), defaults()).await);
+        assert_eq!(written.result, json!(20000));
+        let clean = completed(js(check, no_tools(), defaults()).await);
+        assert_eq!(
+            clean.result,
+            json!(["undefined", "undefined", true, "{\"a\":[1,2]}", 499500])
+        );
+    }
+}
