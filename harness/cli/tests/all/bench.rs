@@ -322,3 +322,100 @@ fn a_code_task_is_scored_by_its_checker_in_the_sandbox() {
         episodes[1]
     );
 }
+
+/// POSTs JSON to `url` (http://127.0.0.1:PORT/…) and returns the status and body.
+fn post(url: &str, body: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let rest = url.strip_prefix("http://").unwrap();
+    let (host, path) = rest.split_once('/').unwrap();
+    let mut stream = std::net::TcpStream::connect(host).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    write!(
+        stream,
+        "POST /{path} HTTP/1.1\r\nHost: {host}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let status = answer[9..12].parse().unwrap();
+    let body = answer
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+#[test]
+fn the_external_policy_scores_what_another_agent_did_over_http() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cordon"))
+        .args([
+            "bench",
+            "--no-browser-sandbox",
+            "--suite",
+            "builtin",
+            "--policy",
+            "external",
+        ])
+        .args(["--task", "drag", "--task", "scroll", "--jobs", "2", "--out"])
+        .arg(&out)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = 0;
+    while seen < 2 {
+        let line = lines.next().expect("an announced episode").unwrap();
+        let Ok(episode) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        let url = episode["url"].as_str().unwrap();
+        seen += 1;
+        if episode["task"] == "drag" {
+            let (status, body) = post(
+                &format!("{url}/step"),
+                r#"{"actions": [{"action": "left_click_drag", "start_coordinate": [200, 280], "coordinate": [640, 320]}]}"#,
+            );
+            assert_eq!(status, 200, "{body}");
+            let step: Value = serde_json::from_str(&body).unwrap();
+            assert_eq!(
+                (step["reward"].as_f64(), step["done"].as_bool()),
+                (Some(1.0), Some(true)),
+                "{step}"
+            );
+        } else {
+            // The agent gives up on this one.
+            let (status, body) = post(&format!("{url}/finish"), "");
+            assert_eq!(status, 200, "{body}");
+        }
+    }
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(1), "scroll was not solved: {rest:?}");
+    let run = results(&out);
+    assert_eq!(run["policy"], "external");
+    let episodes = run["episodes"].as_array().unwrap();
+    assert_eq!(
+        (
+            episodes[0]["id"].as_str(),
+            episodes[0]["success"].as_bool(),
+            episodes[0]["steps"].as_u64()
+        ),
+        (Some("drag-s0"), Some(true), Some(1))
+    );
+    assert_eq!(
+        (
+            episodes[1]["id"].as_str(),
+            episodes[1]["success"].as_bool(),
+            episodes[1]["steps"].as_u64()
+        ),
+        (Some("scroll-s0"), Some(false), Some(0))
+    );
+}
