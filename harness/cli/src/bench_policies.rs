@@ -5,19 +5,65 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
+use base64::Engine as _;
+use cordon_bench::env::EnvAction;
+use cordon_computer::image::EncodedImage;
+use cordon_gateway::upstream::{Api, Credential, HttpUpstream, Upstream as _};
+use cordon_protocol::conversation::anthropic;
 use cordon_server::http::envs::{Envs, routes};
+use serde_json::{Value, json};
 
 use cordon_bench::env::WebEnv;
 use cordon_bench::run::{Driver, EpisodeSpec};
 use futures::future::BoxFuture;
 
-/// A model through an upstream API chooses every action.
+/// A model through the gateway's upstream client chooses every action: each turn is an
+/// Anthropic Messages conversation (the task's prompt, the computer tool at the episode's
+/// display size, each screenshot as the tool's result), sent through `HttpUpstream` in
+/// whichever API the upstream speaks. The episode ends when the model stops calling the
+/// tool, the page says the task is solved, or a cap is hit.
 #[derive(Debug)]
-pub struct UpstreamPolicy {}
+pub struct UpstreamPolicy {
+    upstream: Arc<HttpUpstream>,
+    model: String,
+}
+
+/// The longest one model turn may take.
+const TURN_TIMEOUT: Duration = Duration::from_secs(120);
 
 impl UpstreamPolicy {
-    pub fn new(_spec: &str, _model: &str) -> anyhow::Result<Self> {
-        anyhow::bail!("--policy upstream is not available in this build yet")
+    pub fn new(spec: &str, model: &str) -> anyhow::Result<Self> {
+        let (api, url) = spec
+            .split_once('=')
+            .context("--upstream takes API=URL (anthropic, openai-chat, openai-responses)")?;
+        let api = Api::parse(api).with_context(|| {
+            format!("unknown upstream API {api:?}: use anthropic, openai-chat or openai-responses")
+        })?;
+        if api != Api::Anthropic {
+            // The computer tool is a vendor built-in: it reaches only an Anthropic upstream
+            // as is; the OpenAI computer tool's loop is not written for bench yet.
+            anyhow::bail!(
+                "--policy upstream drives the computer through an anthropic upstream for now; \
+                 give --upstream anthropic=URL"
+            );
+        }
+        let key = std::env::var("CORDON_UPSTREAM_KEY").ok().map(Credential);
+        let upstream = HttpUpstream::new(api, url, TURN_TIMEOUT)
+            .map_err(|e| anyhow::anyhow!("--upstream {spec}: {e}"))?
+            .with_key(key);
+        Ok(UpstreamPolicy {
+            upstream: Arc::new(upstream),
+            model: model.to_owned(),
+        })
+    }
+}
+
+fn image_block(screenshot: Option<&EncodedImage>) -> Value {
+    match screenshot {
+        Some(shot) => json!({"type": "image", "source": {
+            "type": "base64", "media_type": shot.format.media_type(),
+            "data": base64::engine::general_purpose::STANDARD.encode(&shot.data)}}),
+        None => json!({"type": "text", "text": "(no screenshot)"}),
     }
 }
 
@@ -28,10 +74,79 @@ impl Driver for UpstreamPolicy {
 
     fn drive(
         &self,
-        _episode: EpisodeSpec,
-        _env: Arc<tokio::sync::Mutex<WebEnv>>,
+        episode: EpisodeSpec,
+        env: Arc<tokio::sync::Mutex<WebEnv>>,
     ) -> BoxFuture<'static, cordon_bench::Result<()>> {
-        Box::pin(async { Ok(()) })
+        let upstream = self.upstream.clone();
+        let model = self.model.clone();
+        Box::pin(async move {
+            let policy = |e: String| cordon_bench::BenchError::Policy(e);
+            let (display, first) = {
+                let env = env.lock().await;
+                let screen = env
+                    .screen()
+                    .ok_or_else(|| policy("the episode was not reset".into()))?;
+                let trace = env
+                    .trace()
+                    .ok_or_else(|| policy("the episode was not reset".into()))?;
+                (screen.display, trace.first)
+            };
+            let tool = json!({"type": "computer_20250124", "name": "computer",
+                              "display_width_px": display.width, "display_height_px": display.height});
+            let mut messages = vec![json!({"role": "user", "content": [
+                {"type": "text", "text": episode.task.prompt},
+                image_block(first.as_ref()),
+            ]})];
+            loop {
+                let body = json!({"model": model, "max_tokens": 1024, "tools": [tool],
+                                  "messages": messages, "stream": false});
+                let request =
+                    anthropic::decode_request(&body).map_err(|e| policy(e.to_string()))?;
+                let turn = upstream
+                    .call(&request, None)
+                    .await
+                    .map_err(|e| policy(e.to_string()))?;
+                let reply = anthropic::encode_response(&turn);
+                let content = reply["content"].as_array().cloned().unwrap_or_default();
+                let calls: Vec<Value> = content
+                    .iter()
+                    .filter(|b| b["type"] == "tool_use")
+                    .cloned()
+                    .collect();
+                messages.push(json!({"role": "assistant", "content": content}));
+                if calls.is_empty() {
+                    return Ok(());
+                }
+                let mut results = Vec::new();
+                let mut done = false;
+                for call in calls {
+                    let t = env
+                        .lock()
+                        .await
+                        .step(EnvAction {
+                            format: "anthropic".into(),
+                            actions: vec![call["input"].clone()],
+                        })
+                        .await?;
+                    let mut result = json!({"type": "tool_result", "tool_use_id": call["id"]});
+                    if let Some(error) = &t.info.error {
+                        result["is_error"] = json!(true);
+                        result["content"] = json!([{"type": "text", "text": error}]);
+                    } else {
+                        result["content"] = json!([image_block(t.observation.screenshot.as_ref())]);
+                    }
+                    results.push(result);
+                    if t.done {
+                        done = true;
+                        break;
+                    }
+                }
+                messages.push(json!({"role": "user", "content": results}));
+                if done {
+                    return Ok(());
+                }
+            }
+        })
     }
 }
 
