@@ -124,8 +124,9 @@ impl LimitArgs {
 
 fn language_for(lang: Option<&str>, file: &str) -> anyhow::Result<Language> {
     if let Some(name) = lang {
-        return Language::parse(name)
-            .with_context(|| format!("unknown language `{name}` (use python or javascript)"));
+        return Language::parse(name).with_context(|| {
+            format!("unknown language `{name}` (use python, javascript or cpython)")
+        });
     }
     let extension = Path::new(file)
         .extension()

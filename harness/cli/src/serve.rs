@@ -106,6 +106,10 @@ pub struct ServeArgs {
     /// most half of --max-instances). A new one closes the least recently used.
     #[arg(long, default_value_t = cordon_gateway::DEFAULT_MAX_CONTAINERS, value_name = "N")]
     pub max_containers: usize,
+    /// The language of the gateway's code execution: python (RustPython), or cpython
+    /// (CPython 3.15 with numpy, pandas and matplotlib; fetched and built on first use).
+    #[arg(long, default_value = "python", value_name = "LANGUAGE", value_parser = parse_language)]
+    pub code_language: Language,
     /// Idle time after which a session of the session protocol (`PUT /session`) expires;
     /// sessions are kept in the database until then, across restarts.
     #[arg(long, default_value = "1h", value_name = "DURATION", value_parser = parse_duration)]
@@ -159,6 +163,7 @@ fn gateway_setup(args: &ServeArgs) -> anyhow::Result<Option<GatewaySetup>> {
         .max_tool_rounds(args.max_tool_rounds)
         .container_ttl(args.container_ttl)
         .program_wait(args.program_wait)
+        .code_language(args.code_language)
         // Containers never take the instances executions and sandboxes need.
         .max_containers(
             args.max_containers
@@ -374,4 +379,10 @@ pub async fn shutdown_signal() {
     {
         let _ = interrupt.await;
     }
+}
+
+/// A language name as every interface takes it (`python`, `javascript`, `cpython`).
+fn parse_language(name: &str) -> Result<Language, String> {
+    Language::parse(name)
+        .ok_or_else(|| format!("unknown language {name:?} (python, javascript or cpython)"))
 }

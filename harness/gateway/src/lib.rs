@@ -87,6 +87,9 @@ pub struct GatewayOptions {
     /// Forward the client's own key to the upstream (off when the client's credential is
     /// the server's own token).
     pub forward_client_key: bool,
+    /// The language of code execution's programs: `python` (RustPython) by default,
+    /// `cpython` for CPython with numpy, pandas and matplotlib.
+    pub code_language: cordon_protocol::execution::Language,
 }
 
 impl Default for GatewayOptions {
@@ -97,6 +100,7 @@ impl Default for GatewayOptions {
             program_wait: DEFAULT_PROGRAM_WAIT,
             max_containers: DEFAULT_MAX_CONTAINERS,
             forward_client_key: true,
+            code_language: cordon_protocol::execution::Language::Python,
         }
     }
 }
@@ -123,6 +127,12 @@ impl GatewayOptions {
     /// Sets [`Self::max_containers`] (at least 1).
     pub fn max_containers(mut self, count: usize) -> Self {
         self.max_containers = count.max(1);
+        self
+    }
+
+    /// Sets [`Self::code_language`].
+    pub fn code_language(mut self, language: cordon_protocol::execution::Language) -> Self {
+        self.code_language = language;
         self
     }
 
@@ -176,6 +186,7 @@ impl Gateway {
                     options.container_ttl,
                     options.program_wait,
                     options.max_containers,
+                    options.code_language,
                 ),
                 recorder,
                 computers,

@@ -137,6 +137,8 @@ pub(crate) struct Containers {
     program_wait: Duration,
     /// Containers alive at once: each holds a sandbox instance.
     max: usize,
+    /// The language programs are written in.
+    language: Language,
     map: Arc<Mutex<HashMap<String, Arc<Container>>>>,
     /// Ids of containers that are gone, and why, so a client is told apart from one that
     /// never existed.
@@ -180,12 +182,14 @@ impl Containers {
         ttl: Duration,
         program_wait: Duration,
         max: usize,
+        language: Language,
     ) -> Self {
         let containers = Containers {
             sandbox,
             ttl,
             program_wait: program_wait.min(ttl),
             max: max.max(1),
+            language,
             map: Arc::new(Mutex::new(HashMap::new())),
             gone: Arc::new(Kept::new(GONE_MAX)),
         };
@@ -248,7 +252,7 @@ impl Containers {
             ..Limits::default()
         };
         let spec = SessionSpec::new(
-            Language::Python,
+            self.language,
             Dispatcher::new(Arc::new(cordon_core::ToolRegistry::empty())),
         )
         .limits(limits);
