@@ -301,9 +301,21 @@ impl Dispatcher {
                 (index, emit_result(ctx, slot, outcome))
             })
             .collect();
-        let host_runs = futures::stream::iter(host_calls)
-            .buffer_unordered(self.host_concurrency)
-            .collect::<Vec<_>>();
+        let concurrency = self.host_concurrency;
+        let host_runs = async move {
+            // The common case, one call from a loop, skips the stream's machinery.
+            if host_calls.len() <= 1 {
+                let mut done = Vec::with_capacity(1);
+                for call in host_calls {
+                    done.push(call.await);
+                }
+                return done;
+            }
+            futures::stream::iter(host_calls)
+                .buffer_unordered(concurrency)
+                .collect::<Vec<_>>()
+                .await
+        };
         let client_wait = async {
             if client.is_empty() {
                 return (Vec::new(), Duration::ZERO);

@@ -50,6 +50,7 @@ async fn instantiate(_sandbox: &Sandbox, image: &GuestImage) -> Result<LiveInsta
         .instantiate_async(&mut store)
         .await
         .map_err(|error| format!("could not instantiate the guest: {error:#}"))?;
+    store.data_mut().guest_memory = instance.get_memory(&mut store, "memory");
     Ok(LiveInstance {
         store,
         instance,

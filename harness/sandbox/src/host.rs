@@ -26,6 +26,9 @@ pub(crate) struct HostState {
     pub(crate) fs: crate::wasi_fs::FsState,
     /// The execution currently running on this instance.
     pub(crate) run: Option<RunState>,
+    /// The guest's exported memory, found once after instantiation: every bridge call
+    /// reads or writes it, and a lookup by name costs a string-pool search each time.
+    pub(crate) guest_memory: Option<Memory>,
 }
 
 /// Per-execution state of the bridge.
@@ -66,6 +69,7 @@ impl HostState {
             meter,
             fs: crate::wasi_fs::FsState::default(),
             run: None,
+            guest_memory: None,
         }
     }
 
@@ -167,6 +171,9 @@ pub(crate) fn stop(reason: Stop) -> wasmtime::Error {
 }
 
 pub(crate) fn memory(caller: &mut Caller<'_, HostState>) -> wasmtime::Result<Memory> {
+    if let Some(memory) = caller.data().guest_memory {
+        return Ok(memory);
+    }
     match caller.get_export("memory") {
         Some(Extern::Memory(memory)) => Ok(memory),
         _ => Err(stop(Stop::Bridge("the guest exports no memory".into()))),

@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use cordon_protocol::execution::Stream;
-use wasmtime::{Caller, Extern, Linker};
+use wasmtime::{Caller, Linker};
 
 use crate::host::{self, HostState};
 use crate::meter::Meter;
@@ -407,7 +407,7 @@ fn with_memory<R>(
     caller: &mut Caller<'_, HostState>,
     body: impl FnOnce(&mut [u8], &mut HostState) -> Result<R, Errno>,
 ) -> Result<R, Errno> {
-    let Some(Extern::Memory(memory)) = caller.get_export("memory") else {
+    let Ok(memory) = crate::host::memory(caller) else {
         return Err(FAULT);
     };
     let (mem, state): Mem<'_> = memory.data_and_store_mut(caller);
