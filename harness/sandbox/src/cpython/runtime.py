@@ -130,8 +130,14 @@ sys.stderr = sys.__stderr__ = _Stream(2, "<stderr>")
 # infinities refused, lone surrogates refused.
 
 
+# One encoder for every call: `json.dumps` with options builds a new one each time, which
+# costs more than the encoding of a small tool input itself.
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+_DECODER = json.JSONDecoder()
+
+
 def _to_json(value):
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    text = _ENCODER.encode(value)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -140,7 +146,7 @@ def _to_json(value):
 
 
 def _from_json(text):
-    return json.loads(text)
+    return _DECODER.decode(text)
 
 
 # ---------------------------------------------------------------------------------------
@@ -185,12 +191,18 @@ def _encode_input(name, args, kwargs):
         raise ToolError(f"{name}: arguments are not JSON: {error}", "invalid_input", name) from None
 
 
+_pack_len = struct.Struct("<I").pack
+_unpack_response = struct.Struct("<BI").unpack_from
+
+
 def _call_one(name, input_json):
-    frame = bytearray(_OP_CALL)
-    _put_str(frame, name)
-    _put_str(frame, input_json)
-    reader = _Reader(_host.call(bytes(frame)))
-    return reader.u8(), reader.str()
+    name_bytes = name.encode("utf-8", "surrogatepass")
+    input_bytes = input_json.encode("utf-8", "surrogatepass")
+    answer = _host.call(
+        b"".join((_OP_CALL, _pack_len(len(name_bytes)), name_bytes, _pack_len(len(input_bytes)), input_bytes))
+    )
+    status, size = _unpack_response(answer)
+    return status, answer[5:5 + size].decode("utf-8", "surrogatepass")
 
 
 def _call_batch(calls):
@@ -519,6 +531,9 @@ def _preload(packages):
             __import__(name)
         except Exception:  # a missing optional module must not break the image
             pass
+    # matplotlib wants a writable config folder; /tmp is one while the image is made. Its
+    # font list is built there once and kept in memory by the snapshot.
+    os.environ["MPLCONFIGDIR"] = "/tmp/matplotlib"
     for name in packages:
         __import__(name)
         if name == "matplotlib":
@@ -527,8 +542,7 @@ def _preload(packages):
             matplotlib.use("Agg")
             import matplotlib.pyplot  # noqa: F401  builds the font list now
 
-            # matplotlib noted its scratch config folder in the environment; it keeps the
-            # folder itself, and executions start with an empty environment.
-            os.environ.pop("MPLCONFIGDIR", None)
+    # Executions start with an empty environment.
+    os.environ.pop("MPLCONFIGDIR", None)
     gc.collect()
     gc.freeze()
