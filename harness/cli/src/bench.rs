@@ -19,24 +19,27 @@ pub enum PolicyArg {
     /// Another agent drives each episode over HTTP (`/v1/envs/{id}/step`); bench only
     /// scores. Bench serves the episodes itself on `--addr` and prints each one's URL.
     External,
-    /// A model through an upstream API (`--upstream API=URL`, as `cordon serve`).
+    /// A model through an upstream API (`--upstream anthropic=URL`) drives web episodes.
     Upstream,
 }
 
 /// Run a task suite (web and code tasks) and write RUN_DIR/results.json and a
 /// self-contained RUN_DIR/report.html.
-///
-/// Each (task, seed) is an episode on its own isolated browser session or sandbox; the
-/// reward is read by Cordon from the page (a JavaScript predicate or a DOM query) or from
-/// the task's checker program, never from the policy. Episodes run in parallel (--jobs);
-/// each finished one is recorded at once, so `--resume RUN_DIR` runs only the rest.
-///
-/// Examples:
-///   cordon bench --suite builtin --policy script --out runs/smoke --no-browser-sandbox
-///   cordon bench --suite ./my-suite --policy script --out runs/a --jobs 4
-///   cordon bench --resume runs/a
 #[derive(Debug, Args)]
-#[command(verbatim_doc_comment)]
+#[command(after_long_help = "\
+Each (task, seed) is an episode on its own isolated browser session or sandbox. The reward is
+read by Cordon from the page (a JavaScript predicate or a DOM query) or from the task's checker
+program, never from the policy. Episodes run in parallel (--jobs); each finished one is recorded
+at once, so --resume RUN_DIR runs only the rest. Exit status: 0 when every episode succeeded,
+1 otherwise, 2 on bad input. The suite format: docs/bench.md.
+
+Examples:
+  cordon bench --suite builtin --policy script --out runs/smoke --no-browser-sandbox
+  cordon bench --suite ./my-suite --policy script --out runs/a --jobs 4 --dpr 2
+  cordon bench --resume runs/a
+  CORDON_UPSTREAM_KEY=... cordon bench --suite builtin --policy upstream \\
+      --upstream anthropic=https://api.anthropic.com --out runs/model
+  cordon bench --suite builtin --policy external --out runs/agent   # prints each episode's URL")]
 pub struct BenchArgs {
     /// `builtin` (web tasks compiled into cordon: forms, dialogs, scrolling, autocomplete,
     /// drag) or a suite directory: one sub-directory per task with a task.json.
@@ -61,8 +64,7 @@ pub struct BenchArgs {
     /// Only these tasks (by id; repeatable).
     #[arg(long = "task", value_name = "ID")]
     tasks: Vec<String>,
-    /// The model for `--policy upstream`: `API=URL` (anthropic, openai-chat,
-    /// openai-responses).
+    /// The model for `--policy upstream`: `anthropic=URL` (its key in CORDON_UPSTREAM_KEY).
     #[arg(long, value_name = "API=URL")]
     upstream: Option<String>,
     /// The model name sent upstream.
