@@ -295,6 +295,19 @@ struct Progress {
 }
 
 impl Progress {
+    /// An empty bar, so a terminal shows the run has started before the first episode ends.
+    fn start(&self) {
+        if self.bar && self.total > 0 {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(
+                err,
+                "\r\x1b[2K[{}] 0/{} · starting",
+                "-".repeat(30),
+                self.total
+            );
+        }
+    }
+
     fn finished(&mut self, result: &EpisodeResult) {
         self.done += 1;
         if result.success {
@@ -406,6 +419,9 @@ pub async fn run_suite(
         started: Instant::now(),
         bar: options.progress_bar,
     }));
+    if let Ok(p) = progress.lock() {
+        p.start();
+    }
     let limit = Arc::new(tokio::sync::Semaphore::new(options.jobs.max(1)));
     let mut set = tokio::task::JoinSet::new();
     for (id, index, seed) in todo {
