@@ -400,6 +400,21 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn every_language_has_one_name_for_every_interface() {
+        for language in [Language::Python, Language::Javascript, Language::Cpython] {
+            let name = language.as_str();
+            assert_eq!(Language::parse(name), Some(language));
+            assert_eq!(serde_json::to_value(language).unwrap(), json!(name));
+            assert_eq!(
+                serde_json::from_value::<Language>(json!(name)).unwrap(),
+                language
+            );
+        }
+        assert_eq!(Language::parse("CPython"), Some(Language::Cpython));
+        assert_eq!(Language::parse("python"), Some(Language::Python));
+    }
+
+    #[test]
     fn events_serialize_with_dotted_type_names() {
         let event = ExecutionEvent::Awaiting {
             pending: vec!["call_1".into()],
