@@ -39,7 +39,9 @@ pub struct RunArgs {
     #[arg(value_name = "FILE | -")]
     pub file: String,
     /// Guest language; by default taken from the file extension (.py, .js, .mjs), else python.
-    #[arg(long, value_name = "python|javascript")]
+    /// `cpython` is CPython 3.15 with numpy, pandas and matplotlib (fetched and built on
+    /// first use, with progress lines).
+    #[arg(long, value_name = "python|javascript|cpython")]
     pub lang: Option<String>,
     /// Tools file: {"tools": [{"name", "description", "input_schema", "policy", "handler"}]}.
     #[arg(long, value_name = "FILE")]
