@@ -579,7 +579,7 @@ async fn read_reward(computer: &Computer<BrowserSession>, web: &WebTask) -> Resu
 }
 
 /// Folds the engine's reports of one step (the asks, the answers, the end) into `info`.
-fn absorb(
+pub(crate) fn absorb(
     info: &mut StepInfo,
     last: &mut Observation,
     reports: &[(StepReport, Option<bool>)],

@@ -34,6 +34,8 @@
 
 pub mod builtin;
 pub mod code;
+#[cfg(feature = "desktop")]
+mod desktop;
 pub mod env;
 mod error;
 pub mod pages;

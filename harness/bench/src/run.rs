@@ -585,10 +585,7 @@ async fn run_episode(
             .await
         }
         TaskKind::Code(_) => code_episode(engines, policy, task.clone(), seed, &mut result).await,
-        TaskKind::Desktop(_) => Err(BenchError::task(
-            &task.id,
-            "desktop tasks are not run by this build of `cordon bench` yet (docs/bench.md)",
-        )),
+        TaskKind::Desktop(_) => desktop_episode(policy, task.clone(), seed, dir, &mut result).await,
     };
     if let Err(error) = outcome {
         result.fatal = matches!(error, BenchError::Browser(_) | BenchError::Sandbox(_));
@@ -688,6 +685,45 @@ async fn web_episode(
     result.reward = reward?;
     result.success = result.reward >= SUCCESS;
     Ok(())
+}
+
+#[cfg(feature = "desktop")]
+async fn desktop_episode(
+    policy: &Policy,
+    task: Arc<Task>,
+    seed: u64,
+    dir: &Path,
+    result: &mut EpisodeResult,
+) -> Result<()> {
+    let Policy::Script = policy else {
+        return Err(BenchError::task(
+            &task.id,
+            "desktop tasks run with the scripted policy only",
+        ));
+    };
+    let script = read_script(&task)?;
+    let tr = Instant::now();
+    let trace = crate::desktop::run(task, seed, script).await?;
+    result.reset_ms = round2(tr.elapsed().as_secs_f64() * 1000.0);
+    record_trace(&trace, dir, result)?;
+    result.start_url = None;
+    result.reward = trace.reward;
+    result.success = trace.reward >= SUCCESS;
+    Ok(())
+}
+
+#[cfg(not(feature = "desktop"))]
+async fn desktop_episode(
+    _policy: &Policy,
+    task: Arc<Task>,
+    _seed: u64,
+    _dir: &Path,
+    _result: &mut EpisodeResult,
+) -> Result<()> {
+    Err(BenchError::task(
+        &task.id,
+        "this build has no desktop backend (the `desktop` feature)",
+    ))
 }
 
 fn save_image(dir: &Path, name: &str, image: &EncodedImage) -> Result<String> {

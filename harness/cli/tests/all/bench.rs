@@ -443,3 +443,58 @@ fn the_upstream_policy_drives_an_episode_through_the_stand_in_model() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+#[cfg(feature = "desktop")]
+#[test]
+fn a_desktop_task_is_scored_by_its_checker_on_the_display() {
+    let suite = tempfile::tempdir().unwrap();
+    for (name, typed) in [("right", "hello\\n"), ("wrong", "bye\\n")] {
+        let task = suite.path().join(name);
+        std::fs::create_dir(&task).unwrap();
+        std::fs::write(
+            task.join("task.json"),
+            r#"{"kind": "desktop", "prompt": "Type hello into the terminal and press Enter.",
+                "launch": "xterm -geometry 80x24+0+0 -e sh -c 'cat > \"$HOME/answer.txt\"'",
+                "checker": "grep -qx hello answer.txt", "max_steps": 5, "max_seconds": 60}"#,
+        )
+        .unwrap();
+        // Without a window manager focus follows the pointer: move into the terminal first.
+        std::fs::write(
+            task.join("script.jsonl"),
+            format!(
+                "{{\"action\": \"mouse_move\", \"coordinate\": [100, 100]}}\n{{\"action\": \"type\", \"text\": \"{typed}\"}}\n"
+            ),
+        )
+        .unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let (code, stdout, stderr) = bench(&[
+        "--suite",
+        suite.path().to_str().unwrap(),
+        "--policy",
+        "script",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "one of two fails\n{stdout}\n{stderr}");
+    let run = results(&out);
+    let episodes = run["episodes"].as_array().unwrap();
+    assert_eq!(
+        (episodes[0]["id"].as_str(), episodes[0]["reward"].as_f64()),
+        (Some("right-s0"), Some(1.0)),
+        "{}",
+        episodes[0]
+    );
+    assert_eq!(episodes[0]["kind"], "desktop");
+    assert_eq!(episodes[0]["steps"], 2);
+    assert!(
+        out.join("episodes/right-s0")
+            .join(episodes[0]["first"].as_str().unwrap())
+            .is_file()
+    );
+    assert_eq!(
+        (episodes[1]["id"].as_str(), episodes[1]["reward"].as_f64()),
+        (Some("wrong-s0"), Some(0.0))
+    );
+}
