@@ -182,6 +182,9 @@ struct Shared {
     javascript: std::sync::Mutex<Option<(Engine, Linker<HostState>)>>,
     /// The CPython guest's own engine and linker, made when it is first used.
     cpython: std::sync::Mutex<Option<(Engine, Linker<HostState>)>>,
+    /// The CPython image, loaded apart from `images`: its first build takes minutes, and
+    /// the other languages' executions must not wait for it.
+    cpython_image: tokio::sync::OnceCell<Arc<GuestImage>>,
     ticker_stop: Arc<AtomicBool>,
 }
 
@@ -252,6 +255,7 @@ impl Sandbox {
                 images: tokio::sync::Mutex::new(HashMap::new()),
                 javascript: std::sync::Mutex::new(None),
                 cpython: std::sync::Mutex::new(None),
+                cpython_image: tokio::sync::OnceCell::new(),
                 ticker_stop,
             }),
         };
@@ -262,15 +266,25 @@ impl Sandbox {
     }
 
     async fn image(&self, language: Language) -> Result<Arc<GuestImage>, SandboxError> {
+        if language == Language::Cpython {
+            return self
+                .shared
+                .cpython_image
+                .get_or_try_init(|| async {
+                    let (engine, linker) = self.cpython_engine()?;
+                    cpython::load(&engine, &linker, &self.shared.config)
+                        .await
+                        .map(Arc::new)
+                })
+                .await
+                .cloned();
+        }
         let mut images = self.shared.images.lock().await;
         if let Some(image) = images.get(&language) {
             return Ok(image.clone());
         }
         let config = &self.shared.config;
-        let image = if language == Language::Cpython {
-            let (engine, linker) = self.cpython_engine()?;
-            cpython::load(&engine, &linker, config).await?
-        } else if language == Language::Javascript {
+        let image = if language == Language::Javascript {
             let (engine, linker) = self.javascript_engine()?;
             image::load(
                 &engine,
