@@ -10,6 +10,7 @@ use cordon_bench::env::EnvAction;
 use cordon_computer::image::EncodedImage;
 use cordon_gateway::upstream::{Api, Credential, HttpUpstream, Upstream as _};
 use cordon_protocol::conversation::anthropic;
+use cordon_server::guard::{HostGuard, guard_requests};
 use cordon_server::http::envs::{Envs, routes};
 use serde_json::{Value, json};
 
@@ -184,7 +185,12 @@ impl ExternalPolicy {
             );
         }
         let envs = Envs::new(None);
-        let router = routes().with_state(envs.clone());
+        // The same Host/Origin guard as `cordon serve`: a web page on the agent's machine must
+        // not reach the episodes by DNS rebinding.
+        let guard = Arc::new(HostGuard::new(local, &[]));
+        let router = routes()
+            .with_state(envs.clone())
+            .layer(axum::middleware::from_fn_with_state(guard, guard_requests));
         let server = tokio::spawn(async move {
             let _served = axum::serve(listener, router).await;
         });

@@ -270,7 +270,7 @@ fn quote(bytes: &[u8]) -> String {
 }
 
 /// Axum middleware: refuses requests the guard refuses, before anything else runs.
-pub(crate) async fn guard_requests(
+pub async fn guard_requests(
     State(guard): State<Arc<HostGuard>>,
     request: Request,
     next: Next,

@@ -325,16 +325,22 @@ fn a_code_task_is_scored_by_its_checker_in_the_sandbox() {
 
 /// POSTs JSON to `url` (http://127.0.0.1:PORT/…) and returns the status and body.
 fn post(url: &str, body: &str) -> (u16, String) {
+    post_as(url, None, body)
+}
+
+/// [`post`] with another `Host` header, as a page reaching loopback by DNS rebinding sends.
+fn post_as(url: &str, host_header: Option<&str>, body: &str) -> (u16, String) {
     use std::io::{Read, Write};
     let rest = url.strip_prefix("http://").unwrap();
     let (host, path) = rest.split_once('/').unwrap();
+    let header = host_header.unwrap_or(host);
     let mut stream = std::net::TcpStream::connect(host).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(60)))
         .unwrap();
     write!(
         stream,
-        "POST /{path} HTTP/1.1\r\nHost: {host}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        "POST /{path} HTTP/1.1\r\nHost: {header}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
         body.len()
     )
     .unwrap();
@@ -379,6 +385,9 @@ fn the_external_policy_scores_what_another_agent_did_over_http() {
         let url = episode["url"].as_str().unwrap();
         seen += 1;
         if episode["task"] == "drag" {
+            let drag = r#"{"actions": [{"action": "left_click", "coordinate": [10, 10]}]}"#;
+            let (status, body) = post_as(&format!("{url}/step"), Some("rebound.example:80"), drag);
+            assert_eq!(status, 403, "a foreign Host reached the episode: {body}");
             let (status, body) = post(
                 &format!("{url}/step"),
                 r#"{"actions": [{"action": "left_click_drag", "start_coordinate": [200, 280], "coordinate": [640, 320]}]}"#,
