@@ -290,7 +290,7 @@ pub(crate) fn stamp_path(cwasm: &Path) -> PathBuf {
 }
 
 /// The stamp of a verified image: its tag bound to the file's identity and change times.
-fn stamp(key: &[u8; KEY_LEN], meta: &std::fs::Metadata, tag: &str) -> String {
+pub(crate) fn stamp(key: &[u8; KEY_LEN], meta: &std::fs::Metadata, tag: &str) -> String {
     let identity = format!(
         "cordon-stamp-v1 {} {} {} {}.{} {}.{} {tag}",
         meta.dev(),

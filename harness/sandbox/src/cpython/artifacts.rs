@@ -150,6 +150,45 @@ impl Artifacts {
         check(pin.name, &bytes, pin.sha256)?;
         Ok(bytes)
     }
+
+    /// [`Self::read`] that hashes a large member once, not on every start: a verified file
+    /// gets a stamp (an HMAC under the cache's key of its inode, size and change times, as
+    /// the cached images have), and while the file's stat still gives that stamp — before
+    /// and after reading — its bytes are the verified ones. Any write changes the ctime,
+    /// which only root can set back. Without a key, every read hashes.
+    pub(crate) fn read_stamped(
+        &self,
+        pin: &Pin,
+        key: Option<&[u8; crate::image::KEY_LEN]>,
+    ) -> Result<Vec<u8>, ArtifactError> {
+        let Some(key) = key else {
+            return self.read(pin);
+        };
+        let path = self.dir.join(pin.name);
+        let stamp_path = crate::image::stamp_path(&path);
+        let stamp_of = |path: &Path| {
+            std::fs::metadata(path)
+                .ok()
+                .map(|meta| crate::image::stamp(key, &meta, pin.sha256))
+        };
+        let before = stamp_of(&path);
+        let bytes = std::fs::read(&path).map_err(io(&path))?;
+        let after = stamp_of(&path);
+        let stamped = std::fs::read_to_string(&stamp_path).ok();
+        if let (Some(before), Some(after), Some(stamped)) = (&before, &after, &stamped)
+            && before == after
+            && stamped.trim() == after
+        {
+            return Ok(bytes);
+        }
+        check(pin.name, &bytes, pin.sha256)?;
+        if let (Some(before), Some(after)) = (before, after)
+            && before == after
+        {
+            let _ = crate::image::write_atomically(&stamp_path, after.as_bytes());
+        }
+        Ok(bytes)
+    }
 }
 
 /// The folder of this version under the cache directory.
@@ -446,6 +485,42 @@ mod tests {
             extract(&wheel, &dir.path().join("out")),
             Err(ArtifactError::Tampered { .. })
         ));
+    }
+
+    #[test]
+    fn a_stamped_member_is_hashed_once_and_a_changed_one_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let content = b"the standard library".to_vec();
+        let pin = Pin {
+            name: "member.zip",
+            sha256: Box::leak(sha256_hex(&content).into_boxed_str()),
+        };
+        let member = dir.path().join(pin.name);
+        std::fs::write(&member, &content).unwrap();
+        let artifacts = Artifacts {
+            dir: dir.path().to_owned(),
+        };
+        let key = [7u8; crate::image::KEY_LEN];
+        assert_eq!(artifacts.read_stamped(&pin, Some(&key)).unwrap(), content);
+        let stamp = crate::image::stamp_path(&member);
+        assert!(stamp.exists(), "a verified member is stamped");
+        // Stamped: read as it is (the stamp, not the hash, vouches for it).
+        assert_eq!(artifacts.read_stamped(&pin, Some(&key)).unwrap(), content);
+        // A change shows in the file's stat (here its size; any write also moves the
+        // ctime): the stamp no longer matches and the hash decides.
+        let mut changed = content.clone();
+        changed.push(b'!');
+        std::fs::write(&member, &changed).unwrap();
+        let error = artifacts.read_stamped(&pin, Some(&key)).unwrap_err();
+        assert!(matches!(error, ArtifactError::Tampered { .. }), "{error}");
+        // A forged stamp under another key does not vouch either.
+        std::fs::write(&member, &content).unwrap();
+        assert!(artifacts.read_stamped(&pin, Some(&key)).is_ok());
+        std::fs::write(&member, &changed).unwrap();
+        let meta = std::fs::metadata(&member).unwrap();
+        let forged = crate::image::stamp(&[9u8; crate::image::KEY_LEN], &meta, pin.sha256);
+        std::fs::write(&stamp, forged).unwrap();
+        assert!(artifacts.read_stamped(&pin, Some(&key)).is_err());
     }
 
     #[test]

@@ -211,7 +211,8 @@ async fn installed_stdlib(
     let installed = artifacts::ensure(cache_dir, progress)
         .await
         .map_err(unavailable)?;
-    match installed.read(&artifacts::STDLIB_ZIP) {
+    let key = crate::image::tag_key(cache_dir).ok();
+    match installed.read_stamped(&artifacts::STDLIB_ZIP, key.as_ref()) {
         Ok(zip) => Ok((installed, zip)),
         Err(error @ ArtifactError::Tampered { .. }) => {
             progress(&format!(
