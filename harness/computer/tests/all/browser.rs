@@ -492,11 +492,20 @@ async fn an_endless_animation_ends_the_step_at_the_settle_timeout() {
         assert_eq!(r.settle, cordon_computer::SettleEnd::Timeout);
         assert!(!r.settled);
         assert!(r.screenshot.is_some());
-        // The motion is the page's own now: the next steps wait for it only briefly.
+        // The motion is the page's own now: the next steps wait for it only briefly, never
+        // up to the timeout again. They report it as moving; on a starved machine the page
+        // may draw no frame while a capture is taken, and the step then says quiet.
         for _ in 0..2 {
             let r = ok_step(&mut c, Vendor::Anthropic, json!({"action": "screenshot"})).await;
-            assert_eq!(r.settle, cordon_computer::SettleEnd::Moving);
-            assert!(!r.settled);
+            assert!(
+                matches!(
+                    r.settle,
+                    cordon_computer::SettleEnd::Moving | cordon_computer::SettleEnd::Quiet
+                ),
+                "{:?}",
+                r.settle
+            );
+            assert_eq!(r.settled, r.settle == cordon_computer::SettleEnd::Quiet);
         }
         c.into_backend().close().await.unwrap();
     })
