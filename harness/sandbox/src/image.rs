@@ -83,17 +83,21 @@ pub fn default_cache_dir() -> Option<PathBuf> {
     std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache/cordon"))
 }
 
-fn cache_key(engine: &Engine, wasm: &[u8]) -> String {
-    struct Sha(Sha256);
-    impl Hasher for Sha {
-        fn finish(&self) -> u64 {
-            0
-        }
-        fn write(&mut self, bytes: &[u8]) {
-            self.0.update(bytes);
-        }
+/// A `Hasher` that feeds SHA-256, so `Hash` values make a stable cache key.
+#[derive(Default)]
+pub(crate) struct DigestHasher(pub(crate) Sha256);
+
+impl Hasher for DigestHasher {
+    fn finish(&self) -> u64 {
+        0
     }
-    let mut hasher = Sha(Sha256::new());
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+}
+
+fn cache_key(engine: &Engine, wasm: &[u8]) -> String {
+    let mut hasher = DigestHasher::default();
     RECIPE.hash(&mut hasher);
     engine.precompile_compatibility_hash().hash(&mut hasher);
     hasher.0.update(wasm);

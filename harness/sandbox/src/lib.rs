@@ -208,9 +208,9 @@ impl std::fmt::Debug for Sandbox {
     }
 }
 
-/// An engine for the RustPython and JavaScript guests. `keep_resident` bytes of each
-/// returned memory slot are reset in place instead of unmapped (0: all unmapped).
-fn engine(config: &SandboxConfig, keep_resident: usize) -> Result<Engine, SandboxError> {
+/// The instance pool's settings every engine shares: `max_instances` of everything, and
+/// instances up to `instance_size` bytes.
+pub(crate) fn pool_config(config: &SandboxConfig, instance_size: usize) -> PoolingAllocationConfig {
     let mut pool = PoolingAllocationConfig::new();
     let count = config.max_instances.max(1);
     pool.total_core_instances(count)
@@ -219,19 +219,33 @@ fn engine(config: &SandboxConfig, keep_resident: usize) -> Result<Engine, Sandbo
         .total_stacks(count)
         .max_memory_size(usize::try_from(config.max_memory_bytes).unwrap_or(usize::MAX))
         .table_elements(200_000)
-        .max_core_instance_size(4 << 20);
-    if keep_resident > 0 {
-        pool.pagemap_scan(Enabled::Auto)
-            .linear_memory_keep_resident(keep_resident)
-            .table_keep_resident(KEEP_RESIDENT_TABLE)
-            .max_unused_warm_slots(MAX_WARM_SLOTS);
-    }
+        .max_core_instance_size(instance_size);
+    pool
+}
+
+/// The engine settings every guest shares (epoch limits, deep stacks, copy-on-write
+/// images), over `pool`.
+pub(crate) fn engine_config(pool: PoolingAllocationConfig) -> Config {
     let mut wasm = Config::new();
     wasm.epoch_interruption(true)
         .max_wasm_stack(WASM_STACK)
         .async_stack_size(WASM_STACK + (1 << 20))
         .memory_init_cow(true)
         .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    wasm
+}
+
+/// An engine for the RustPython and JavaScript guests. `keep_resident` bytes of each
+/// returned memory slot are reset in place instead of unmapped (0: all unmapped).
+fn engine(config: &SandboxConfig, keep_resident: usize) -> Result<Engine, SandboxError> {
+    let mut pool = pool_config(config, 4 << 20);
+    if keep_resident > 0 {
+        pool.pagemap_scan(Enabled::Auto)
+            .linear_memory_keep_resident(keep_resident)
+            .table_keep_resident(KEEP_RESIDENT_TABLE)
+            .max_unused_warm_slots(MAX_WARM_SLOTS);
+    }
+    let mut wasm = engine_config(pool);
     // The build has GC support for the CPython guest's exceptions (its own engine); these
     // guests need neither.
     wasm.wasm_gc(false).wasm_exceptions(false);
@@ -364,15 +378,24 @@ impl Sandbox {
     }
 }
 
-/// The linker of the RustPython and JavaScript guests: WASI (its files shadowed by
-/// Cordon's in-memory filesystem) and the bridge.
-fn linker(engine: &Engine) -> Result<Linker<HostState>, SandboxError> {
-    let engine_error = |error: wasmtime::Error| SandboxError::Engine(format!("{error:#}"));
+/// A linker with WASI, its file calls shadowed by Cordon's in-memory filesystem; each
+/// guest adds its own way out (the bridge, or CPython's door).
+pub(crate) fn wasi_linker(engine: &Engine) -> Result<Linker<HostState>, SandboxError> {
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p1::add_to_linker_async(&mut linker, |state: &mut HostState| &mut state.wasi)
         .map_err(engine_error)?;
-    host::add_bridge(&mut linker).map_err(engine_error)?;
     wasi_fs::add_to_linker(&mut linker).map_err(engine_error)?;
+    Ok(linker)
+}
+
+pub(crate) fn engine_error(error: wasmtime::Error) -> SandboxError {
+    SandboxError::Engine(format!("{error:#}"))
+}
+
+/// The linker of the RustPython and JavaScript guests: WASI and the bridge.
+fn linker(engine: &Engine) -> Result<Linker<HostState>, SandboxError> {
+    let mut linker = wasi_linker(engine)?;
+    host::add_bridge(&mut linker).map_err(engine_error)?;
     Ok(linker)
 }
 

@@ -16,16 +16,13 @@ pub(crate) mod artifacts;
 mod door;
 mod zip;
 
-use std::hash::{Hash, Hasher};
+use std::hash::Hash;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use cordon_protocol::execution::Limits;
-use sha2::{Digest, Sha256};
-use wasmtime::{
-    Config, Engine, InstanceAllocationStrategy, Linker, Module, OptLevel, PoolingAllocationConfig,
-    Store,
-};
+use sha2::Digest;
+use wasmtime::{Config, Engine, Linker, Module, OptLevel, Store};
 
 use crate::host::HostState;
 use crate::image::{self, GuestImage, GuestKind, Verified};
@@ -87,35 +84,17 @@ fn fail(what: &str) -> impl FnOnce(wasmtime::Error) -> SandboxError + '_ {
 /// module uses the standard proposal, `exnref`). A separate engine keeps the other guests'
 /// compiled code and instance pool exactly as they were.
 pub(crate) fn engine(config: &SandboxConfig) -> Result<Engine, SandboxError> {
-    let mut pool = PoolingAllocationConfig::new();
-    let count = config.max_instances.max(1);
-    pool.total_core_instances(count)
-        .total_memories(count)
-        .total_tables(count)
-        .total_stacks(count)
-        .total_gc_heaps(count)
-        .max_memory_size(usize::try_from(config.max_memory_bytes).unwrap_or(usize::MAX))
-        .table_elements(200_000)
-        .max_core_instance_size(MAX_INSTANCE_SIZE);
-    let mut wasm = Config::new();
-    wasm.wasm_exceptions(true)
-        .epoch_interruption(true)
-        .max_wasm_stack(WASM_STACK)
-        .async_stack_size(WASM_STACK + (1 << 20))
-        .memory_init_cow(true)
-        .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-    Engine::new(&wasm).map_err(|error| SandboxError::Engine(format!("{error:#}")))
+    let mut pool = crate::pool_config(config, MAX_INSTANCE_SIZE);
+    pool.total_gc_heaps(config.max_instances.max(1));
+    let mut wasm = crate::engine_config(pool);
+    wasm.wasm_exceptions(true);
+    Engine::new(&wasm).map_err(crate::engine_error)
 }
 
-/// The linker of the CPython guest: WASI (its files shadowed by Cordon's in-memory
-/// filesystem) and the door.
+/// The linker of the CPython guest: WASI and the door.
 pub(crate) fn linker(engine: &Engine) -> Result<Linker<HostState>, SandboxError> {
-    let mut linker = Linker::new(engine);
-    let engine_error = |error: wasmtime::Error| SandboxError::Engine(format!("{error:#}"));
-    wasmtime_wasi::p1::add_to_linker_async(&mut linker, |state: &mut HostState| &mut state.wasi)
-        .map_err(engine_error)?;
-    crate::wasi_fs::add_to_linker(&mut linker).map_err(engine_error)?;
-    door::add_to_linker(&mut linker).map_err(engine_error)?;
+    let mut linker = crate::wasi_linker(engine)?;
+    door::add_to_linker(&mut linker).map_err(crate::engine_error)?;
     Ok(linker)
 }
 
@@ -182,16 +161,7 @@ fn mounts(stdlib_zip: Vec<u8>, tmp_writable: bool) -> Result<Arc<[Mount]>, Sandb
 }
 
 fn cache_key(engine: &Engine, packages: &[String]) -> String {
-    struct Sha(Sha256);
-    impl Hasher for Sha {
-        fn finish(&self) -> u64 {
-            0
-        }
-        fn write(&mut self, bytes: &[u8]) {
-            self.0.update(bytes);
-        }
-    }
-    let mut hasher = Sha(Sha256::new());
+    let mut hasher = image::DigestHasher::default();
     RECIPE.hash(&mut hasher);
     engine.precompile_compatibility_hash().hash(&mut hasher);
     artifacts::SNAPSHOT_WASM.sha256.hash(&mut hasher);
