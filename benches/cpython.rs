@@ -11,7 +11,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cordon_benches::{fmt, resident_bytes, summarize};
+use cordon_benches::{fmt, proportional_bytes, resident_bytes, summarize};
 use cordon_core::{Dispatcher, ToolRegistry};
 use cordon_protocol::execution::{ExecutionResult, ExecutionStatus, Language, Limits};
 use cordon_sandbox::{ExecutionRequest, Sandbox, SandboxConfig, SessionSpec};
@@ -28,7 +28,7 @@ fn tools() -> Dispatcher {
 }
 
 async fn execute(sandbox: &Sandbox, code: &str) -> (Duration, ExecutionResult) {
-    let request = ExecutionRequest::new(Language::Cpython, code, tools()).limits(Limits {
+    let request = ExecutionRequest::new(Language::Python, code, tools()).limits(Limits {
         cpu_ms: 600_000,
         wall_ms: 600_000,
         ..Limits::default()
@@ -134,10 +134,10 @@ async fn tool_calls(sandbox: &Sandbox) {
 }
 
 async fn idle_sessions(sandbox: &Sandbox) {
-    let before = resident_bytes();
+    let before = (resident_bytes(), proportional_bytes());
     let mut sessions = Vec::new();
     for _ in 0..50 {
-        let session = sandbox.session(SessionSpec::new(Language::Cpython, tools()));
+        let session = sandbox.session(SessionSpec::new(Language::Python, tools()));
         let result = session
             .execute(
                 "import pandas as pd\nframe = pd.DataFrame({'x': range(1000)})\nint(frame.x.sum())",
@@ -147,11 +147,15 @@ async fn idle_sessions(sandbox: &Sandbox) {
         assert_eq!(result.status, ExecutionStatus::Completed, "{result:?}");
         sessions.push(session);
     }
-    let after = resident_bytes();
+    let after = (resident_bytes(), proportional_bytes());
+    let each =
+        |before: u64, after: u64| after.saturating_sub(before) as f64 / 50.0 / f64::from(1 << 20);
     println!(
-        "50 idle cpython sessions with pandas imported and a DataFrame each: {:.1} MiB resident each ({:.0} MiB in all)",
-        (after.saturating_sub(before)) as f64 / 50.0 / f64::from(1 << 20),
-        (after.saturating_sub(before)) as f64 / f64::from(1 << 20)
+        "50 idle cpython sessions with pandas imported and a DataFrame each: {:.1} MiB resident each \
+         ({:.0} MiB in all); proportional (image pages the sessions share counted once): {:.1} MiB each",
+        each(before.0, after.0),
+        (after.0.saturating_sub(before.0)) as f64 / f64::from(1 << 20),
+        each(before.1, after.1),
     );
     drop(sessions);
 }
@@ -165,7 +169,7 @@ async fn first_run() {
     let fetch_time = started.elapsed();
     drop(fetched);
     let config = SandboxConfig::default()
-        .preload(vec![Language::Cpython])
+        .preload(vec![Language::Python])
         .cache_dir(Some(dir.path().to_owned()))
         .max_instances(8)
         .progress(|line| eprintln!("  {line}"));
@@ -194,7 +198,7 @@ fn main() {
         }
         let started = Instant::now();
         let config = SandboxConfig::default()
-            .preload(vec![Language::Cpython])
+            .preload(vec![Language::Python])
             .max_instances(200)
             .progress(|line| eprintln!("  {line}"));
         let sandbox = Sandbox::new(config).await.expect("the sandbox starts");

@@ -40,6 +40,25 @@ pub fn resident_bytes() -> u64 {
     pages * 4096
 }
 
+/// Proportional set size of this process in bytes (Linux `/proc/self/smaps_rollup`'s
+/// `Pss`): like the resident set, but a page mapped N times counts 1/N each time. Guest
+/// instances map the same read-only image pages, which the resident set counts once per
+/// instance and this counts once in all: it is what the instances cost the machine.
+pub fn proportional_bytes() -> u64 {
+    let rollup = std::fs::read_to_string("/proc/self/smaps_rollup").unwrap_or_default();
+    rollup
+        .lines()
+        .find_map(|line| line.strip_prefix("Pss:"))
+        .and_then(|rest| {
+            rest.trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })
+        .map_or(0, |kib| kib * 1024)
+}
+
 /// Minor page faults this process has taken so far (Linux `/proc/self/stat`, field 10):
 /// what a fresh instance costs the kernel, since every page a run touches for the first
 /// time is one.

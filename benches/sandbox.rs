@@ -1,6 +1,7 @@
 //! Sandbox benchmarks (issue: programmatic tool calling). Run with
 //! `cargo bench -p cordon-benches --bench sandbox`; numbers go to docs/benchmarks.md.
-//! `CORDON_BENCH_LANG=python|javascript` and `CORDON_BENCH_CASES=fresh,calls,…` pick a part.
+//! `CORDON_BENCH_LANG=python-lite|javascript` (RustPython and QuickJS; the CPython guest has
+//! `benches/cpython.rs`) and `CORDON_BENCH_CASES=fresh,calls,…` pick a part.
 
 #![allow(
     clippy::expect_used,
@@ -177,9 +178,9 @@ fn wanted(case: &str) -> bool {
 
 fn main() {
     let languages: Vec<Language> = match std::env::var("CORDON_BENCH_LANG").as_deref() {
-        Ok("python") => vec![Language::Python],
+        Ok("python-lite" | "python") => vec![Language::PythonLite],
         Ok("javascript") => vec![Language::Javascript],
-        _ => vec![Language::Python, Language::Javascript],
+        _ => vec![Language::PythonLite, Language::Javascript],
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -198,7 +199,7 @@ fn main() {
                 continue;
             }
             let (hello, loop_calls, loop_empty, compute) = match language {
-                Language::Python => (
+                Language::PythonLite => (
                     "print(1)",
                     "for i in range(1000):\n    tools.call('lookup', {'key': i})",
                     "for i in range(1000):\n    pass",
@@ -218,7 +219,7 @@ fn main() {
                 tool_calls(&sandbox, language, loop_calls, loop_empty).await;
             }
             if wanted("sessions") {
-                let assignment = if language == Language::Python {
+                let assignment = if language == Language::PythonLite {
                     "x = 1"
                 } else {
                     "var x = 1"

@@ -73,7 +73,7 @@ async fn run_streamed(http: &reqwest::Client, url: &str, sandbox: &str, code: &s
 }
 
 async fn http_print(http: &reqwest::Client, url: &str) {
-    let sandbox = sandbox_id(http, url, json!({"language": "python"})).await;
+    let sandbox = sandbox_id(http, url, json!({"language": "python-lite"})).await;
     for _ in 0..100 {
         run_streamed(http, url, &sandbox, "print(1)").await;
     }
@@ -99,7 +99,7 @@ async fn suspend_resume(http: &reqwest::Client, url: &str) {
     let sandbox = sandbox_id(
         http,
         url,
-        json!({"language": "python", "tools": tools, "stateful": true}),
+        json!({"language": "python-lite", "tools": tools, "stateful": true}),
     )
     .await;
     let mut samples = Vec::new();
@@ -147,7 +147,7 @@ async fn suspend_resume(http: &reqwest::Client, url: &str) {
 
 async fn concurrent(http: &reqwest::Client, url: &str) {
     const N: usize = 200;
-    let sandbox = sandbox_id(http, url, json!({"language": "python"})).await;
+    let sandbox = sandbox_id(http, url, json!({"language": "python-lite"})).await;
     let started = Instant::now();
     let tasks: Vec<_> = (0..N)
         .map(|i| {
@@ -410,7 +410,7 @@ fn main() {
     runtime.block_on(async {
         let sandbox = Sandbox::new(
             SandboxConfig::default()
-                .preload(vec![Language::Python])
+                .preload(vec![Language::PythonLite])
                 .max_instances(512),
         )
         .await

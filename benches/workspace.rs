@@ -104,13 +104,13 @@ fn main() {
         let sandbox = Sandbox::new(SandboxConfig::default().preload(vec![]).max_instances(64))
             .await
             .expect("sandbox");
-        for language in [Language::Python, Language::Javascript] {
+        for language in [Language::PythonLite, Language::Javascript] {
             if sandbox.prepare(language).await.is_err() {
                 println!("({} image not built; skipped)", language.as_str());
                 continue;
             }
             let (hello, read, baseline) = match language {
-                Language::Python => (
+                Language::PythonLite => (
                     "print(1)",
                     "with open('big.bin', 'rb') as f:\n    n = len(f.read())\nassert n == 10485760",
                     "n = 10485760\nassert n == 10485760",

@@ -298,7 +298,7 @@ def server(binary, tools_file, *extra, operator_allows_page=True):
     allow = ["--allow-origin", page_origin()] if operator_allows_page else ["--allow-private-network"]
     return StdioServerParameters(
         command=binary,
-        args=["mcp", "--tools", tools_file, "--cpu-ms", "60000", "--timeout-ms", "120000", "--memory-mb", "64",
+        args=["mcp", "--tools", tools_file, "--cpu-ms", "60000", "--timeout-ms", "120000", "--memory-mb", "128",
               "--no-browser-sandbox", *allow, *extra],
     )
 

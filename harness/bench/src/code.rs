@@ -92,7 +92,7 @@ impl CodeEnv {
             BenchError::task(
                 &task.id,
                 format!(
-                    "`language` must be python, javascript or cpython, not {:?}",
+                    "`language` must be python, python-lite or javascript, not {:?}",
                     code.language
                 ),
             )

@@ -97,7 +97,7 @@ pub struct WebTask {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CodeTask {
-    /// `python` (default), `javascript` or `cpython`.
+    /// `python` (default; CPython), `python-lite` (RustPython) or `javascript`.
     #[serde(default = "python")]
     pub language: String,
     /// A directory (relative to the task's) whose files start in `/workspace`.

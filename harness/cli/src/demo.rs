@@ -1,6 +1,7 @@
 //! `cordon demo`: Cordon's main job on embedded defaults — a model-written Python program
-//! that calls tools (one batch for concurrent calls), handles a schema violation, and a
-//! second program stopped by a CPU limit.
+//! that calls tools (one batch for concurrent calls), tabulates them with pandas, handles a
+//! schema violation, and a second program stopped by a CPU limit. The first run on a
+//! machine fetches and builds the CPython image (minutes, with progress lines).
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -31,12 +32,14 @@ const TOOLS: &str = r#"{"tools": [
 
 const PROGRAM: &str = r#"
 import asyncio
+import pandas as pd   # numpy, pandas and matplotlib are loaded in the image: no wait
 
 cities = ["Paris", "Oslo", "Cairo", "Lima"]
 # Awaited together, these four calls leave the sandbox as one batch.
 reports = await asyncio.gather(*[get_weather(city=c) for c in cities])
-for city, report in zip(cities, reports):
-    print(f"{city:6} {report['temp_c']:>3} °C  {report['conditions']}")
+table = pd.DataFrame(reports, index=cities)
+print(table)
+print(f"mean {table.temp_c.mean():.1f} °C")
 
 try:
     await get_weather(city=42)          # violates the tool's input schema

@@ -8,6 +8,7 @@ mod computer;
 mod demo;
 mod files;
 mod mcp;
+mod prepare;
 mod run;
 mod serve;
 mod tools;
@@ -27,7 +28,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run a Python or JavaScript program in the sandbox.
+    /// Run a Python (CPython, or RustPython as python-lite) or JavaScript program in the sandbox.
     Run(run::RunArgs),
     /// Run a built-in program that calls tools, batches calls and hits a limit.
     Demo(demo::DemoArgs),
@@ -42,6 +43,9 @@ enum Command {
     Mcp(mcp::McpArgs),
     /// Run a task suite (web and code tasks) with a policy; write results.json and report.html.
     Bench(bench::BenchArgs),
+    /// Fetch and build guest images now (the CPython image takes minutes the first time),
+    /// instead of on their first use.
+    Prepare(prepare::PrepareArgs),
     /// Work with a tools file: `cordon tools export FILE --format anthropic|openai|mcp`.
     Tools(tools::ToolsArgs),
 }
@@ -67,6 +71,7 @@ fn main() -> ExitCode {
             Command::Serve(args) => serve::run(args).await,
             Command::Mcp(args) => mcp::run(args).await,
             Command::Tools(args) => tools::run(args),
+            Command::Prepare(args) => prepare::run(args).await,
             Command::Bench(args) => bench::run(args).await,
         }
     });

@@ -71,10 +71,12 @@ pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
     }
     // stdout is the protocol channel on stdio: progress goes to stderr only.
     let sandbox = crate::run::sandbox(
-        vec![Language::Python, Language::Javascript],
+        vec![Language::PythonLite, Language::Javascript],
         args.max_instances,
     )
     .await?;
+    // The CPython image can take minutes the first time: the server answers meanwhile.
+    crate::prepare::in_background(&sandbox, Language::Python);
     let rules = match &args.computer_rules {
         Some(path) => {
             let text = std::fs::read_to_string(path)

@@ -39,9 +39,10 @@ pub struct RunArgs {
     #[arg(value_name = "FILE | -")]
     pub file: String,
     /// Guest language; by default taken from the file extension (.py, .js, .mjs), else python.
-    /// `cpython` is CPython 3.15 with numpy, pandas and matplotlib (fetched and built on
-    /// first use, with progress lines).
-    #[arg(long, value_name = "python|javascript|cpython")]
+    /// `python` is CPython 3.15 with numpy, pandas and matplotlib (fetched and built on
+    /// first use, with progress lines; `cordon prepare` does it ahead); `python-lite` is
+    /// RustPython (starts faster, idles smaller, no C extensions).
+    #[arg(long, value_name = "python|python-lite|javascript")]
     pub lang: Option<String>,
     /// Tools file: {"tools": [{"name", "description", "input_schema", "policy", "handler"}]}.
     #[arg(long, value_name = "FILE")]
@@ -127,7 +128,7 @@ impl LimitArgs {
 fn language_for(lang: Option<&str>, file: &str) -> anyhow::Result<Language> {
     if let Some(name) = lang {
         return Language::parse(name).with_context(|| {
-            format!("unknown language `{name}` (use python, javascript or cpython)")
+            format!("unknown language `{name}` (use python, python-lite or javascript)")
         });
     }
     let extension = Path::new(file)

@@ -106,8 +106,8 @@ pub struct ServeArgs {
     /// most half of --max-instances). A new one closes the least recently used.
     #[arg(long, default_value_t = cordon_gateway::DEFAULT_MAX_CONTAINERS, value_name = "N")]
     pub max_containers: usize,
-    /// The language of the gateway's code execution: python (RustPython), or cpython
-    /// (CPython 3.15 with numpy, pandas and matplotlib; fetched and built on first use).
+    /// The language of the gateway's code execution: python (CPython 3.15 with numpy,
+    /// pandas and matplotlib), python-lite (RustPython) or javascript.
     #[arg(long, default_value = "python", value_name = "LANGUAGE", value_parser = parse_language)]
     pub code_language: Language,
     /// Idle time after which a session of the session protocol (`PUT /session`) expires;
@@ -227,10 +227,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     };
     let store = Store::open(&db).with_context(|| format!("opening {}", db.display()))?;
     let sandbox = crate::run::sandbox(
-        vec![Language::Python, Language::Javascript],
+        vec![Language::PythonLite, Language::Javascript],
         args.max_instances,
     )
     .await?;
+    // The CPython image can take minutes the first time: the server answers meanwhile.
+    crate::prepare::in_background(&sandbox, Language::Python);
     let mut browser = args.browser.apply(BrowserOptions::default())?;
     if let Some(path) = args.chromium {
         browser = browser.executable(path);
@@ -381,8 +383,8 @@ pub async fn shutdown_signal() {
     }
 }
 
-/// A language name as every interface takes it (`python`, `javascript`, `cpython`).
+/// A language name as every interface takes it (`python`, `python-lite`, `javascript`).
 fn parse_language(name: &str) -> Result<Language, String> {
     Language::parse(name)
-        .ok_or_else(|| format!("unknown language {name:?} (python, javascript or cpython)"))
+        .ok_or_else(|| format!("unknown language {name:?} (python, python-lite or javascript)"))
 }

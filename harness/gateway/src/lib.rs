@@ -87,8 +87,8 @@ pub struct GatewayOptions {
     /// Forward the client's own key to the upstream (off when the client's credential is
     /// the server's own token).
     pub forward_client_key: bool,
-    /// The language of code execution's programs: `python` (RustPython) by default,
-    /// `cpython` for CPython with numpy, pandas and matplotlib.
+    /// The language of code execution's programs: `python` (CPython with numpy, pandas and
+    /// matplotlib) by default, `python-lite` (RustPython) or `javascript`.
     pub code_language: cordon_protocol::execution::Language,
 }
 

@@ -14,22 +14,26 @@ use crate::tool::Locus;
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Language {
-    /// Python 3 (RustPython).
+    /// Python 3.15 (CPython for wasm32-wasip1) with numpy, pandas and matplotlib loaded.
+    #[serde(alias = "cpython")]
     Python,
+    /// Python 3 on RustPython: starts faster and idles smaller than `python`, but has no
+    /// C extensions (no numpy, pandas, matplotlib) and runs loops at a quarter of the speed.
+    #[serde(rename = "python-lite", alias = "python_lite", alias = "rustpython")]
+    PythonLite,
     /// JavaScript (QuickJS, ES2023).
     #[serde(alias = "js")]
     Javascript,
-    /// Python 3.15 (CPython for wasm32-wasip1) with numpy, pandas and matplotlib.
-    Cpython,
 }
 
 impl Language {
-    /// Parses `python`/`py`, `javascript`/`js`, `cpython` (case-insensitive).
+    /// Parses `python`/`py`/`python3`/`cpython`, `python-lite`/`rustpython`,
+    /// `javascript`/`js` (case-insensitive).
     pub fn parse(name: &str) -> Option<Language> {
         match name.to_ascii_lowercase().as_str() {
-            "python" | "py" | "python3" => Some(Language::Python),
+            "python" | "py" | "python3" | "cpython" => Some(Language::Python),
+            "python-lite" | "python_lite" | "pylite" | "rustpython" => Some(Language::PythonLite),
             "javascript" | "js" | "mjs" | "node" => Some(Language::Javascript),
-            "cpython" => Some(Language::Cpython),
             _ => None,
         }
     }
@@ -38,10 +42,13 @@ impl Language {
     pub fn as_str(self) -> &'static str {
         match self {
             Language::Python => "python",
+            Language::PythonLite => "python-lite",
             Language::Javascript => "javascript",
-            Language::Cpython => "cpython",
         }
     }
+
+    /// Every language, in the order help texts list them.
+    pub const ALL: [Language; 3] = [Language::Python, Language::PythonLite, Language::Javascript];
 }
 
 /// Every limit of one execution. Each is enforced and named in the result when hit.
@@ -401,7 +408,7 @@ mod tests {
 
     #[test]
     fn every_language_has_one_name_for_every_interface() {
-        for language in [Language::Python, Language::Javascript, Language::Cpython] {
+        for language in Language::ALL {
             let name = language.as_str();
             assert_eq!(Language::parse(name), Some(language));
             assert_eq!(serde_json::to_value(language).unwrap(), json!(name));
@@ -410,8 +417,16 @@ mod tests {
                 language
             );
         }
-        assert_eq!(Language::parse("CPython"), Some(Language::Cpython));
+        assert_eq!(Language::parse("CPython"), Some(Language::Python));
         assert_eq!(Language::parse("python"), Some(Language::Python));
+        assert_eq!(Language::parse("RustPython"), Some(Language::PythonLite));
+        // Names clients sent before `python` meant CPython still parse.
+        for (old, language) in [("cpython", Language::Python), ("js", Language::Javascript)] {
+            assert_eq!(
+                serde_json::from_value::<Language>(json!(old)).unwrap(),
+                language
+            );
+        }
     }
 
     #[test]

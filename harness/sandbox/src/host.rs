@@ -9,7 +9,7 @@ use cordon_core::dispatch::{CallContext, Dispatcher};
 use cordon_guest::abi::{self, CallResult, Outcome, ToolErrorKind, ToolFailure};
 use cordon_protocol::execution::{LimitKind, Limits, Stream, ToolCallRecord};
 use cordon_protocol::tool::Locus;
-use wasmtime::{Caller, Extern, Linker, Memory, ResourceLimiter};
+use wasmtime::{Caller, Extern, Linker, Memory, ResourceLimiter, TypedFunc};
 use wasmtime_wasi::WasiCtxBuilder;
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p1::WasiP1Ctx;
@@ -29,6 +29,9 @@ pub(crate) struct HostState {
     /// The guest's exported memory, found once after instantiation: every bridge call
     /// reads or writes it, and a lookup by name costs a string-pool search each time.
     pub(crate) guest_memory: Option<Memory>,
+    /// The CPython guest's allocator export, found on its first door answer (looking it
+    /// up and checking its type on every call cost a measurable part of a tool call).
+    pub(crate) guest_alloc: Option<TypedFunc<i32, i32>>,
 }
 
 /// Per-execution state of the bridge.
@@ -70,6 +73,7 @@ impl HostState {
             fs: crate::wasi_fs::FsState::default(),
             run: None,
             guest_memory: None,
+            guest_alloc: None,
         }
     }
 

@@ -41,7 +41,7 @@ pub(crate) const KEY_LEN: usize = 32;
 /// The guest modules built for wasm32-wasip1 by the build script (empty when not built).
 fn embedded(language: Language) -> &'static [u8] {
     match language {
-        Language::Python => include_bytes!(env!("CORDON_GUEST_PYTHON")),
+        Language::PythonLite => include_bytes!(env!("CORDON_GUEST_PYTHON")),
         Language::Javascript => include_bytes!(env!("CORDON_GUEST_JAVASCRIPT")),
         _ => &[],
     }
@@ -184,6 +184,9 @@ pub(crate) async fn load(
                     .ok(),
                 _ => None,
             };
+            if let (Some(()), Some(path)) = (written, cached.as_deref()) {
+                prune_older_images(path);
+            }
             match written
                 .and_then(|()| cached.as_deref().and_then(|path| deserialize(engine, path)))
             {
@@ -291,6 +294,51 @@ pub(crate) fn stamp_path(cwasm: &Path) -> PathBuf {
     let mut name = cwasm.as_os_str().to_owned();
     name.push(".stamp");
     PathBuf::from(name)
+}
+
+/// Images of one kind kept besides the current one when a new one is written: a second
+/// build or checkout on the same machine still finds its own, and the cache does not grow
+/// by one image per build (a CPython image is 313 MB).
+const OLDER_IMAGES_KEPT: usize = 1;
+
+/// Removes the images `<kind>-<key>.cwasm` (with their tag and stamp) next to `current`,
+/// of the same kind, except the [`OLDER_IMAGES_KEPT`] most recently written. Best effort:
+/// a process that has an image mapped keeps its mapping.
+pub(crate) fn prune_older_images(current: &Path) {
+    let (Some(dir), Some(name)) = (
+        current.parent(),
+        current.file_name().and_then(|name| name.to_str()),
+    ) else {
+        return;
+    };
+    let Some((kind, _)) = name.rsplit_once('-') else {
+        return;
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut older: Vec<(std::time::SystemTime, PathBuf)> = entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let file_name = entry.file_name();
+            let file_name = file_name.to_str()?;
+            let key = file_name
+                .strip_prefix(kind)?
+                .strip_prefix('-')?
+                .strip_suffix(".cwasm")?;
+            let is_key = key.len() == 32 && key.bytes().all(|byte| byte.is_ascii_hexdigit());
+            if !is_key || file_name == name {
+                return None;
+            }
+            Some((entry.metadata().ok()?.modified().ok()?, entry.path()))
+        })
+        .collect();
+    older.sort_by_key(|(modified, _)| std::cmp::Reverse(*modified));
+    for (_, path) in older.into_iter().skip(OLDER_IMAGES_KEPT) {
+        for file in [tag_path(&path), stamp_path(&path), path] {
+            let _ = std::fs::remove_file(file);
+        }
+    }
 }
 
 /// The stamp of a verified image: its tag bound to the file's identity and change times.
@@ -558,5 +606,51 @@ mod tests {
         streamed.update(b"Hi ");
         streamed.update(b"There");
         assert_eq!(streamed.finalize(), hmac_sha256(&key, b"Hi There"));
+    }
+
+    #[test]
+    fn writing_an_image_removes_all_but_the_newest_older_one_of_its_kind() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = |n: u8| format!("{:032x}", n);
+        let make = |name: &str, age_s: u64| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, b"x").unwrap();
+            let when = std::time::SystemTime::now() - std::time::Duration::from_secs(age_s);
+            File::options()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .set_modified(when)
+                .unwrap();
+        };
+        for (n, age) in [(1, 300), (2, 200), (3, 100)] {
+            make(&format!("python-{}.cwasm", key(n)), age);
+            make(&format!("python-{}.cwasm.tag", key(n)), age);
+        }
+        // Other kinds (one whose name starts like this one's), and files that are not images.
+        make(&format!("python-lite-{}.cwasm", key(7)), 900);
+        make(&format!("javascript-{}.cwasm", key(8)), 900);
+        make("python-notakey.cwasm", 900);
+        make("cache.key", 900);
+        make(&format!("python-{}.cwasm", key(9)), 0);
+
+        prune_older_images(&dir.path().join(format!("python-{}.cwasm", key(9))));
+
+        let mut left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        let mut expected = vec![
+            "cache.key".to_owned(),
+            format!("javascript-{}.cwasm", key(8)),
+            format!("python-{}.cwasm", key(3)),
+            format!("python-{}.cwasm.tag", key(3)),
+            format!("python-{}.cwasm", key(9)),
+            format!("python-lite-{}.cwasm", key(7)),
+            "python-notakey.cwasm".to_owned(),
+        ];
+        expected.sort();
+        assert_eq!(left, expected);
     }
 }

@@ -20,7 +20,7 @@
 //! let sandbox = Sandbox::new(SandboxConfig::default()).await?;
 //! let tools = Dispatcher::new(Arc::new(ToolRegistry::empty()));
 //! let result = sandbox
-//!     .execute(ExecutionRequest::new(Language::Python, "print(6 * 7)", tools))
+//!     .execute(ExecutionRequest::new(Language::PythonLite, "print(6 * 7)", tools))
 //!     .wait()
 //!     .await;
 //! assert_eq!(result.stdout, "42\n");
@@ -30,7 +30,7 @@
 //! workspace.write("in.csv", b"a,b\n1,2\n").unwrap();
 //! let code = "import csv\nrows = list(csv.reader(open('in.csv')))\nopen('n.txt', 'w').write(str(len(rows)))";
 //! let tools = Dispatcher::new(Arc::new(ToolRegistry::empty()));
-//! let request = ExecutionRequest::new(Language::Python, code, tools).workspace(workspace.clone());
+//! let request = ExecutionRequest::new(Language::PythonLite, code, tools).workspace(workspace.clone());
 //! sandbox.execute(request).wait().await;
 //! assert_eq!(workspace.read("n.txt").unwrap(), b"2");
 //! # Ok(()) }
@@ -107,7 +107,7 @@ pub struct SandboxConfig {
 impl Default for SandboxConfig {
     fn default() -> Self {
         SandboxConfig {
-            preload: vec![Language::Python],
+            preload: vec![Language::PythonLite],
             cache_dir: default_cache_dir(),
             max_instances: 1_000,
             max_memory_bytes: 4 << 30,
@@ -280,7 +280,7 @@ impl Sandbox {
     }
 
     async fn image(&self, language: Language) -> Result<Arc<GuestImage>, SandboxError> {
-        if language == Language::Cpython {
+        if language == Language::Python {
             return self
                 .shared
                 .cpython_image

@@ -259,8 +259,8 @@ impl McpServer {
             "type": "object",
             "properties": {
                 "language": {
-                    "type": "string", "enum": ["python", "javascript", "cpython"], "default": "python",
-                    "description": "Language of `code`: `python` (fast start, standard library only), `javascript`, or `cpython` (CPython 3.15 with numpy, pandas and matplotlib; numpy's default integer is 32-bit, pass dtype=np.int64 for large sums)."
+                    "type": "string", "enum": ["python", "python-lite", "javascript"], "default": "python",
+                    "description": "Language of `code`: `python` (CPython 3.15 with numpy, pandas and matplotlib; numpy's default integer is 32-bit, pass dtype=np.int64 for large sums), `python-lite` (RustPython: faster start, standard library only) or `javascript`."
                 },
                 "code": {"type": "string", "description": "The program. Its last expression is the result."},
                 "session_id": {
@@ -341,7 +341,7 @@ impl McpServer {
             None | Some(Value::Null) => Language::Python,
             Some(Value::String(name)) => Language::parse(name).ok_or_else(|| {
                 McpError::invalid_params(
-                    format!("unknown language {name:?}; use python, javascript or cpython"),
+                    format!("unknown language {name:?}; use python, python-lite or javascript"),
                     None,
                 )
             })?,

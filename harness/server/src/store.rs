@@ -1255,7 +1255,7 @@ mod tests {
         {
             let store = Store::open(&path).unwrap();
             store
-                .insert_execution("exec_1", "sbx_1", Language::Python, "print(1)")
+                .insert_execution("exec_1", "sbx_1", Language::PythonLite, "print(1)")
                 .unwrap();
             let delta = ExecutionEvent::OutputDelta {
                 stream: Stream::Stdout,
@@ -1426,7 +1426,7 @@ mod tests {
         let store = Store::in_memory().unwrap();
         for id in ["exec_old", "exec_running"] {
             store
-                .insert_execution(id, "sbx_1", Language::Python, "1")
+                .insert_execution(id, "sbx_1", Language::PythonLite, "1")
                 .unwrap();
         }
         let done = ExecutionEvent::Completed(expired_result(&[], "x"));

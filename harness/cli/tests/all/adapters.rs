@@ -13,7 +13,7 @@ fn scenario(name: &str) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/e2e/adapters.py");
     let mut child = Command::new("python3")
         .arg(&script)
-        .args([name, "--cordon", env!("CARGO_BIN_EXE_cordon")])
+        .args([name, "--cordon", crate::cordon_bin()])
         .stdin(Stdio::null())
         .spawn()
         .expect("python3 runs (tests/bootstrap.sh installs the frameworks)");

@@ -359,7 +359,7 @@ fn the_external_policy_scores_what_another_agent_did_over_http() {
     use std::io::BufRead;
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cordon"))
+    let mut child = Command::new(crate::cordon_bin())
         .args([
             "bench",
             "--no-browser-sandbox",
@@ -434,7 +434,7 @@ fn the_upstream_policy_drives_an_episode_through_the_stand_in_model() {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/e2e/bench_upstream.py");
     let mut child = Command::new("python3")
         .arg(&script)
-        .args(["--cordon", env!("CARGO_BIN_EXE_cordon")])
+        .args(["--cordon", crate::cordon_bin()])
         .stdin(Stdio::null())
         .spawn()
         .expect("python3 runs");

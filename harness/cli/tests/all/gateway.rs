@@ -47,13 +47,7 @@ fn python(script: &str, args: &[&str]) {
 fn scenario(name: &str, api: &str) {
     python(
         "gateway_anthropic.py",
-        &[
-            name,
-            "--cordon",
-            env!("CARGO_BIN_EXE_cordon"),
-            "--upstream-api",
-            api,
-        ],
+        &[name, "--cordon", crate::cordon_bin(), "--upstream-api", api],
     );
 }
 
@@ -196,13 +190,7 @@ fn gateway_conversation_record_shows_turns_calls_and_results() {
 fn openai_scenario(name: &str, api: &str) {
     python(
         "gateway_openai.py",
-        &[
-            name,
-            "--cordon",
-            env!("CARGO_BIN_EXE_cordon"),
-            "--upstream-api",
-            api,
-        ],
+        &[name, "--cordon", crate::cordon_bin(), "--upstream-api", api],
     );
 }
 
@@ -254,13 +242,7 @@ fn gateway_chat_completions_clients_get_server_tools_run_inline() {
 fn session_scenario(name: &str, api: &str) {
     python(
         "session_protocol.py",
-        &[
-            name,
-            "--cordon",
-            env!("CARGO_BIN_EXE_cordon"),
-            "--upstream-api",
-            api,
-        ],
+        &[name, "--cordon", crate::cordon_bin(), "--upstream-api", api],
     );
 }
 

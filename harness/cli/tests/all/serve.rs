@@ -64,7 +64,7 @@ fn chromium_of(pid: u32) -> Vec<u32> {
 impl Server {
     /// Starts `cordon <args>` and waits for its "listening on http://…" line.
     fn start(args: &[&str]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_cordon"))
+        let mut child = Command::new(crate::cordon_bin())
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -320,7 +320,7 @@ fn run_calls_tools_of_a_connected_mcp_server() {
         "calc=python3 {}",
         e2e("mcp_tools_server.py").to_str().unwrap()
     );
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cordon"))
+    let mut child = Command::new(crate::cordon_bin())
         .args(["run", "--json", "--connect", &connect, "-"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -354,11 +354,7 @@ fn mcp_stdio_with_the_official_python_sdk() {
     std::fs::write(&tools, MCP_TOOLS).unwrap();
     python(
         "mcp_client.py",
-        &[
-            "stdio",
-            env!("CARGO_BIN_EXE_cordon"),
-            tools.to_str().unwrap(),
-        ],
+        &["stdio", crate::cordon_bin(), tools.to_str().unwrap()],
     );
 }
 
@@ -469,7 +465,7 @@ fn run_tools_file_sets_the_policy_of_a_connected_tool() {
     )
     .unwrap();
     let connect = calc_connection();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cordon"))
+    let mut child = Command::new(crate::cordon_bin())
         .args(["run", "--json", "--connect", &connect, "--tools"])
         .arg(&tools)
         .arg("-")
@@ -495,7 +491,7 @@ fn run_tools_file_sets_the_policy_of_a_connected_tool() {
 
 #[test]
 fn connect_policy_must_name_a_connection() {
-    let output = Command::new(env!("CARGO_BIN_EXE_cordon"))
+    let output = Command::new(crate::cordon_bin())
         .args(["mcp", "--connect-policy", "calc=ask", "--no-computer"])
         .stdin(Stdio::null())
         .output()
@@ -517,5 +513,5 @@ fn http_api_files_upload_run_download_traversal_and_quotas() {
 
 #[test]
 fn mcp_execute_code_takes_files_and_returns_what_it_wrote() {
-    python("files.py", &["mcp", env!("CARGO_BIN_EXE_cordon")]);
+    python("files.py", &["mcp", crate::cordon_bin()]);
 }

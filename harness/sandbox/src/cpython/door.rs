@@ -130,10 +130,17 @@ async fn hand_back(
     let ptr = if answer.is_empty() {
         0
     } else {
-        let Some(Extern::Func(alloc)) = caller.get_export(EXPORT_ALLOC) else {
-            return Err(violation("the guest exports no host_alloc"));
+        let alloc = match caller.data().guest_alloc.clone() {
+            Some(alloc) => alloc,
+            None => {
+                let Some(Extern::Func(alloc)) = caller.get_export(EXPORT_ALLOC) else {
+                    return Err(violation("the guest exports no host_alloc"));
+                };
+                let alloc = alloc.typed::<i32, i32>(&*caller)?;
+                caller.data_mut().guest_alloc = Some(alloc.clone());
+                alloc
+            }
         };
-        let alloc = alloc.typed::<i32, i32>(&*caller)?;
         let ptr = alloc.call_async(&mut *caller, len).await?;
         if ptr == 0 {
             return Err(violation("host_alloc returned no buffer"));

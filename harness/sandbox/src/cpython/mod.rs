@@ -284,6 +284,7 @@ where
             image::write_atomically(&image::tag_path(path), tag.as_bytes())
         })
         .map_err(|error| SandboxError::Image(format!("writing {}: {error}", path.display())))?;
+    image::prune_older_images(path);
     match image::deserialize(engine, path) {
         Some(module) => Ok(module),
         None => image::deserialize_bytes(engine, &compiled),

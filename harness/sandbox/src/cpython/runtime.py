@@ -12,6 +12,8 @@ import ast
 import builtins
 import gc
 import json
+import json.encoder
+import json.scanner
 import keyword
 import linecache
 import os
@@ -136,8 +138,42 @@ _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan
 _DECODER = json.JSONDecoder()
 
 
+def _not_json(value):
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+# The C encoder and scanner called directly: `JSONEncoder.encode` makes a new C encoder on
+# every call and `JSONDecoder.decode` matches whitespace around the value with two regular
+# expressions, which together cost more than the tool call's trip to the host (measured
+# in the guest: 4.4 -> 1.6 us to encode a small input, 3.0 -> 0.9 us to decode a small
+# result). No cycle markers: a cyclic value ends in RecursionError, reported like any
+# other unencodable input.
+_c_encoder = getattr(json.encoder, "c_make_encoder", None)
+_c_scanner = getattr(json.scanner, "c_make_scanner", None)
+_encode_chunks = (
+    _c_encoder(None, _not_json, json.encoder.encode_basestring, None, ":", ",", False, False, False)
+    if _c_encoder is not None
+    else None
+)
+_scan = _c_scanner(_DECODER) if _c_scanner is not None else None
+
+
+def _json_text(value):
+    if _encode_chunks is not None:
+        return "".join(_encode_chunks(value, 0))
+    return _ENCODER.encode(value)
+
+
+def _to_json_bytes(value):
+    """UTF-8 JSON of `value`; lone surrogates are refused (ValueError)."""
+    try:
+        return _json_text(value).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("string contains lone surrogates") from None
+
+
 def _to_json(value):
-    text = _ENCODER.encode(value)
+    text = _json_text(value)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -146,6 +182,16 @@ def _to_json(value):
 
 
 def _from_json(text):
+    # The host sends compact JSON (no surrounding whitespace): the scanner alone reads it;
+    # anything else takes the full decoder, which also words its errors.
+    if _scan is not None:
+        try:
+            value, end = _scan(text, 0)
+        except (StopIteration, ValueError):
+            pass
+        else:
+            if end == len(text):
+                return value
     return _DECODER.decode(text)
 
 
@@ -186,7 +232,7 @@ def _encode_input(name, args, kwargs):
     else:
         value = kwargs
     try:
-        return _to_json(value)
+        return _to_json_bytes(value)
     except (TypeError, ValueError, RecursionError) as error:
         raise ToolError(f"{name}: arguments are not JSON: {error}", "invalid_input", name) from None
 
@@ -195,9 +241,8 @@ _pack_len = struct.Struct("<I").pack
 _unpack_response = struct.Struct("<BI").unpack_from
 
 
-def _call_one(name, input_json):
+def _call_one(name, input_bytes):
     name_bytes = name.encode("utf-8", "surrogatepass")
-    input_bytes = input_json.encode("utf-8", "surrogatepass")
     answer = _host.call(
         b"".join((_OP_CALL, _pack_len(len(name_bytes)), name_bytes, _pack_len(len(input_bytes)), input_bytes))
     )
@@ -207,10 +252,11 @@ def _call_one(name, input_json):
 
 def _call_batch(calls):
     frame = bytearray(_OP_BATCH)
-    frame += struct.pack("<I", len(calls))
-    for name, input_json in calls:
+    frame += _pack_len(len(calls))
+    for name, input_bytes in calls:
         _put_str(frame, name)
-        _put_str(frame, input_json)
+        frame += _pack_len(len(input_bytes))
+        frame += input_bytes
     reader = _Reader(_host.call(bytes(frame)))
     return [(reader.u8(), reader.str()) for _ in range(reader.u32())]
 
@@ -227,8 +273,8 @@ def call(name, args=None, /, **kwargs):
     return _decode(name, status, payload)
 
 
-# Calls awaited but not yet sent: (name, input_json, future). The event loop sends them
-# as one batch when every runnable task is blocked.
+# Calls awaited but not yet sent: (name, input as UTF-8 JSON, future). The event loop
+# sends them as one batch when every runnable task is blocked.
 _pending = []
 
 
@@ -255,9 +301,9 @@ import asyncio  # noqa: E402  (after the streams: importing it may warn)
 
 def _make_tool(name):
     async def tool(*args, **kwargs):
-        input_json = _encode_input(name, args, kwargs)
+        input_bytes = _encode_input(name, args, kwargs)
         future = asyncio.get_running_loop().create_future()
-        _pending.append((name, input_json, future))
+        _pending.append((name, input_bytes, future))
         return await future
 
     short = name.rsplit(".", 1)[-1]

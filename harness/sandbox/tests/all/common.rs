@@ -12,12 +12,17 @@ use tokio::sync::OnceCell;
 
 static SANDBOX: OnceCell<Sandbox> = OnceCell::const_new();
 
-/// The sandbox shared by every test (images load once per test binary).
+/// The sandbox shared by every test (images load once per test binary; on a fresh machine
+/// the CPython image is fetched and built here, before any test's clock starts).
 pub async fn sandbox() -> &'static Sandbox {
     SANDBOX
         .get_or_init(|| async {
             let config = SandboxConfig::default()
-                .preload(vec![Language::Python, Language::Javascript])
+                .preload(vec![
+                    Language::Python,
+                    Language::PythonLite,
+                    Language::Javascript,
+                ])
                 .max_instances(300);
             Sandbox::new(config).await.expect("the sandbox starts")
         })
@@ -49,11 +54,11 @@ pub fn client_tool(name: &str) -> Value {
     serde_json::json!({"name": name, "handler": {"kind": "client"}})
 }
 
-/// The guest the Python suites run on: `python` (RustPython), or the CPython guest when
-/// `CORDON_TEST_PYTHON=cpython` (the same contract, checked by the same tests).
+/// The guest the Python suites run on: `python` (CPython), or RustPython when
+/// `CORDON_TEST_PYTHON=python-lite` (the same contract, checked by the same tests).
 pub fn python_language() -> Language {
     match std::env::var("CORDON_TEST_PYTHON").as_deref() {
-        Ok("cpython") => Language::Cpython,
+        Ok("python-lite") => Language::PythonLite,
         _ => Language::Python,
     }
 }

@@ -1,4 +1,4 @@
-//! The CPython guest (`Language::Cpython`): CPython 3.15 with numpy, pandas and matplotlib,
+//! The CPython guest (`Language::Python`): CPython 3.15 with numpy, pandas and matplotlib,
 //! behind the same bridge, limits, suspension and sessions as the other guests.
 //!
 //! The first run on a machine fetches the pinned wheel (98 MB) and builds the image
@@ -14,7 +14,7 @@ use serde_json::json;
 use crate::common::{client_tool, no_tools, sandbox, start_in, static_tool, tools};
 
 async fn cpython(code: &str) -> cordon_protocol::execution::ExecutionResult {
-    start_in(Language::Cpython, code, no_tools(), Limits::default())
+    start_in(Language::Python, code, no_tools(), Limits::default())
         .await
         .wait()
         .await
@@ -50,7 +50,7 @@ frame = pd.DataFrame({"x": [1, 2, 3], "y": [2.0, 4.0, 8.0]})
 async fn a_session_keeps_dataframes_between_executions() {
     let session = sandbox()
         .await
-        .session(SessionSpec::new(Language::Cpython, no_tools()));
+        .session(SessionSpec::new(Language::Python, no_tools()));
     let first = session
         .execute("import pandas as pd\nframe = pd.DataFrame({'x': range(5)})\nlen(frame)")
         .wait()
@@ -85,7 +85,7 @@ len(frame)
     let result = sandbox()
         .await
         .execute(
-            ExecutionRequest::new(Language::Cpython, code, no_tools()).workspace(workspace.clone()),
+            ExecutionRequest::new(Language::Python, code, no_tools()).workspace(workspace.clone()),
         )
         .wait()
         .await;
@@ -105,7 +105,7 @@ async fn a_two_gigabyte_array_stops_at_the_memory_limit() {
         ..Limits::default()
     };
     let code = "import numpy as np\nbig = np.ones(2_000_000_000, dtype=np.uint8)\nint(big.sum())";
-    let result = start_in(Language::Cpython, code, no_tools(), limits)
+    let result = start_in(Language::Python, code, no_tools(), limits)
         .await
         .wait()
         .await;
@@ -120,7 +120,7 @@ async fn a_tight_numpy_loop_stops_at_the_cpu_limit() {
         ..Limits::default()
     };
     let code = "import numpy as np\na = np.ones((64, 64))\nwhile True:\n    a = np.tanh(a @ a)";
-    let result = start_in(Language::Cpython, code, no_tools(), limits)
+    let result = start_in(Language::Python, code, no_tools(), limits)
         .await
         .wait()
         .await;
@@ -142,7 +142,7 @@ frame["t"] = await asyncio.gather(*[temperature(city=city) for city in frame.cit
 unit = tools.call("unit", {})
 f"{frame.t.mean():.1f} {unit}, warmest {frame.loc[frame.t.idxmax(), 'city']}"
 "#;
-    let mut execution = start_in(Language::Cpython, code, tools, Limits::default()).await;
+    let mut execution = start_in(Language::Python, code, tools, Limits::default()).await;
     let mut calls = Vec::new();
     loop {
         match execution
@@ -234,7 +234,7 @@ async fn garbage_through_the_door_stops_the_execution_not_the_host() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_changed_cached_file_is_refused() {
     // Make sure the artifacts are installed (the first run fetches them).
-    sandbox().await.prepare(Language::Cpython).await.unwrap();
+    sandbox().await.prepare(Language::Python).await.unwrap();
     let cache = cordon_sandbox::default_cache_dir().unwrap();
     let installed = cordon_sandbox::cpython::install_dir(&cache);
     let copy = tempfile::tempdir().unwrap();

@@ -55,7 +55,7 @@ except Exception as error:
 
 #[tokio::test]
 async fn calling_the_bridge_module_directly_with_garbage_is_an_error_not_a_crash() {
-    if python_language() == cordon_protocol::execution::Language::Cpython {
+    if python_language() == cordon_protocol::execution::Language::Python {
         // The CPython guest's door is `_host`; its garbage test is in `cpython.rs`.
         return;
     }
