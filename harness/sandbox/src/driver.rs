@@ -32,7 +32,10 @@ async fn instantiate(_sandbox: &Sandbox, image: &GuestImage) -> Result<LiveInsta
     let turns = match &image.kind {
         GuestKind::Bridge => false,
         GuestKind::Cpython { mounts } => {
-            store.data_mut().fs.set_mounts(mounts.clone());
+            store
+                .data_mut()
+                .fs
+                .set_mounts(crate::wasi_fs::instance_mounts(mounts));
             true
         }
     };
@@ -154,6 +157,14 @@ async fn run(live: &mut LiveInstance, job: &Job) -> (ExecutionResult, bool) {
         });
     }
     live.store.data_mut().fs.attach(request.workspace.clone());
+    // `/tmp` of the CPython guest: the workspace's quotas, counted apart from it.
+    live.store
+        .data()
+        .fs
+        .set_scratch_quota(crate::workspace::Quota {
+            bytes: limits.workspace_bytes,
+            files: limits.workspace_files,
+        });
     live.store.data_mut().memory = MemoryGuard {
         limit,
         hit: false,

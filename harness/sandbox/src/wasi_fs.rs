@@ -21,7 +21,9 @@ use wasmtime::{Caller, Linker};
 
 use crate::host::{self, HostState};
 use crate::meter::Meter;
-use crate::workspace::{Errno, GUEST_ROOT, Kind, Node, ROOT, Tree, Workspace, errno, now_ns};
+use crate::workspace::{
+    Errno, GUEST_ROOT, Kind, Node, Quota, ROOT, Tree, Workspace, errno, now_ns,
+};
 
 const WASI: &str = "wasi_snapshot_preview1";
 const FAULT: Errno = 21;
@@ -100,8 +102,29 @@ pub(crate) struct Mount {
     pub(crate) guest_path: String,
     /// Its files.
     pub(crate) tree: Workspace,
-    /// Whether the guest may change it (only for a scratch folder while an image is made).
+    /// Whether the guest may change it.
     pub(crate) writable: bool,
+    /// A scratch folder (`/tmp`): each instance gets an empty one of its own, writable and
+    /// held to the quotas of the execution running in it.
+    pub(crate) scratch: bool,
+}
+
+/// `mounts` for one instance: every scratch folder replaced by an empty writable one of
+/// its own (its quota is set by each execution); the other trees are shared.
+pub(crate) fn instance_mounts(mounts: &[Mount]) -> Arc<[Mount]> {
+    mounts
+        .iter()
+        .map(|mount| Mount {
+            guest_path: mount.guest_path.clone(),
+            tree: if mount.scratch {
+                Workspace::new(Quota { bytes: 0, files: 0 })
+            } else {
+                mount.tree.clone()
+            },
+            writable: mount.writable || mount.scratch,
+            scratch: mount.scratch,
+        })
+        .collect()
 }
 
 struct Open {
@@ -169,6 +192,13 @@ impl FsState {
         self.fds.clear();
         self.workspace = None;
         self.attach(None);
+    }
+
+    /// Holds this instance's scratch folders to `quota` (each execution sets its own).
+    pub(crate) fn set_scratch_quota(&self, quota: Quota) {
+        for mount in self.mounts.iter().filter(|mount| mount.scratch) {
+            mount.tree.set_quota(quota);
+        }
     }
 
     /// How many descriptors are open (preopens included).

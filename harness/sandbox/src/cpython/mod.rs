@@ -99,7 +99,8 @@ pub(crate) fn linker(engine: &Engine) -> Result<Linker<HostState>, SandboxError>
 }
 
 /// The runtime files, in memory: a folder holding the zip alone, matplotlib's data taken
-/// out of the zip, and an empty `/tmp` (writable only while the image is made).
+/// out of the zip, and `/tmp` (shared and writable while the image is made; at run time a
+/// scratch folder each instance gets empty).
 fn mounts(stdlib_zip: Vec<u8>, tmp_writable: bool) -> Result<Arc<[Mount]>, SandboxError> {
     let unlimited = Quota {
         bytes: u64::MAX,
@@ -133,6 +134,8 @@ fn mounts(stdlib_zip: Vec<u8>, tmp_writable: bool) -> Result<Arc<[Mount]>, Sandb
     let lib = Workspace::new(unlimited);
     lib.write(ZIP_NAME, &stdlib_zip)
         .map_err(|error| SandboxError::Image(format!("the standard library: {error}")))?;
+    // While the image is made, /tmp is one writable tree (matplotlib builds its font list
+    // there); at run time each instance gets an empty one of its own (a scratch mount).
     let tmp = Workspace::new(if tmp_writable {
         Quota {
             bytes: 64 << 20,
@@ -146,16 +149,19 @@ fn mounts(stdlib_zip: Vec<u8>, tmp_writable: bool) -> Result<Arc<[Mount]>, Sandb
             guest_path: GUEST_LIB.into(),
             tree: lib,
             writable: false,
+            scratch: false,
         },
         Mount {
             guest_path: GUEST_MPL_DATA.into(),
             tree: mpl_data,
             writable: false,
+            scratch: false,
         },
         Mount {
             guest_path: GUEST_TMP.into(),
             tree: tmp,
             writable: tmp_writable,
+            scratch: !tmp_writable,
         },
     ]))
 }

@@ -223,6 +223,60 @@ outcomes
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tmp_is_a_scratch_folder_of_each_instance_held_to_the_workspace_quota() {
+    let write = r#"
+import os, tempfile
+import matplotlib.pyplot as plt
+with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as handle:
+    handle.write("scratch")
+with open(handle.name) as again:
+    text = again.read()
+plt.plot([1, 2, 3])
+plt.savefig("/tmp/chart.png")
+[tempfile.gettempdir(), text, os.path.getsize("/tmp/chart.png") > 1000, len(os.listdir("/tmp"))]
+"#;
+    let result = cpython(write).await;
+    assert_eq!(result.status, ExecutionStatus::Completed, "{result:#?}");
+    assert_eq!(result.result, json!(["/tmp", "scratch", true, 2]));
+
+    // Another instance starts with an empty /tmp.
+    let other = cpython("import os\nos.listdir('/tmp')").await;
+    assert_eq!(other.result, json!([]), "{other:#?}");
+
+    // A session keeps its /tmp between executions, as a process would.
+    let session = sandbox()
+        .await
+        .session(SessionSpec::new(Language::Python, no_tools()));
+    session
+        .execute("open('/tmp/kept.txt', 'w').write('kept')")
+        .wait()
+        .await;
+    let kept = session.execute("open('/tmp/kept.txt').read()").wait().await;
+    assert_eq!(kept.result, json!("kept"), "{kept:#?}");
+
+    // The execution's workspace quota holds /tmp too.
+    let limits = Limits {
+        workspace_bytes: 1 << 20,
+        ..Limits::default()
+    };
+    let too_big = r#"
+try:
+    with open("/tmp/big.bin", "wb") as handle:
+        handle.write(b"x" * (2 << 20))
+    outcome = "written"
+except OSError as error:
+    outcome = type(error).__name__
+outcome
+"#;
+    let refused = start_in(Language::Python, too_big, no_tools(), limits)
+        .await
+        .wait()
+        .await;
+    assert_eq!(refused.status, ExecutionStatus::Completed, "{refused:#?}");
+    assert_eq!(refused.result, json!("OSError"), "{refused:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn garbage_through_the_door_stops_the_execution_not_the_host() {
     let result = cpython("import _host\n_host.call(b'\\x09garbage')").await;
     assert_eq!(result.status, ExecutionStatus::Error, "{result:#?}");
