@@ -9,8 +9,13 @@ use rustpython_vm::{
     builtins::{PyStr, PyTuple},
 };
 
-/// The Python half of the runtime: `tools`, `ToolError`, the batching event loop, cells.
-const RUNTIME: &str = include_str!("runtime.py");
+/// The Python half of the runtime: RustPython's own part, then the guest contract both
+/// Python guests share (`tools`, `ToolError`, the batching event loop, cells).
+const RUNTIME: &str = concat!(
+    include_str!("runtime.py"),
+    "\n",
+    include_str!("../../../guest-sdk/python/contract.py")
+);
 
 struct Loaded {
     interpreter: Interpreter,

@@ -33,8 +33,13 @@ use crate::{SandboxConfig, SandboxError};
 
 pub use artifacts::ArtifactError;
 
-/// Cordon's guest runtime, loaded into the image.
-const RUNTIME: &str = include_str!("runtime.py");
+/// Cordon's guest runtime, loaded into the image: CPython's own part, then the guest
+/// contract both Python guests share.
+const RUNTIME: &str = concat!(
+    include_str!("runtime.py"),
+    "\n",
+    include_str!("../../../../guest-sdk/python/contract.py")
+);
 /// Bump when the way the image is made changes (bootstrap, layout, snapshot steps).
 const RECIPE: &str = "cordon-cpython-v1";
 /// Packages imported into the image unless `CORDON_CPYTHON_PRELOAD` (comma-separated,

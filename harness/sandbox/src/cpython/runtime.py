@@ -2,26 +2,21 @@
 # snapshotted, as the module `_cordon_runtime`; every execution is then one `turn` that
 # calls `_execute()`.
 #
-# It gives guest code the same contract as the RustPython guest: `tools` (module),
-# `ToolError`, every declared tool as a global async function, top-level await, an asyncio
-# event loop that sends every tool call awaited together as one batch, the final
-# expression as the result. Everything crosses to the host through `_host.call`, the
+# It gives guest code the same contract as the RustPython guest (`tools`, `ToolError`,
+# global async tools, one batch per gather, top-level await, the final expression as the
+# result): that part is guest-sdk/python/contract.py, which ends this source. What is
+# CPython's own is here: everything crosses to the host through `_host.call`, the
 # module's one door, as Cordon's bridge frames with an op byte in front (see door.rs).
 
 import ast
-import builtins
 import gc
 import json
 import json.encoder
 import json.scanner
-import keyword
 import linecache
 import os
 import struct
 import sys
-import time
-import traceback
-import types
 
 import _host
 
@@ -196,46 +191,9 @@ def _from_json(text):
 
 
 # ---------------------------------------------------------------------------------------
-# Tools
+# Tool calls through the door (the contract's `_input_json`, `_call_one`, `_call_batch`)
 
-
-class ToolError(Exception):
-    """A tool call failed, was denied, or got arguments that violate its schema.
-
-    `kind` is one of: tool_failed, invalid_input, denied, unknown_tool, timeout.
-    """
-
-    def __init__(self, message, kind="tool_failed", tool=None):
-        super().__init__(message)
-        self.kind = kind
-        self.tool = tool
-
-
-_KINDS = {1: "tool_failed", 2: "invalid_input", 3: "denied", 4: "unknown_tool", 5: "timeout"}
-
-
-def _decode(name, status, payload):
-    if status == 0:
-        return _from_json(payload)
-    raise ToolError(f"{name}: {payload}", _KINDS.get(status, "tool_failed"), name)
-
-
-def _encode_input(name, args, kwargs):
-    if args:
-        if len(args) == 1 and isinstance(args[0], dict) and not kwargs:
-            value = args[0]
-        else:
-            raise TypeError(
-                f"{name}() takes keyword arguments or a single dict, "
-                f"e.g. {name}(city='Paris') or {name}({{'city': 'Paris'}})"
-            )
-    else:
-        value = kwargs
-    try:
-        return _to_json_bytes(value)
-    except (TypeError, ValueError, RecursionError) as error:
-        raise ToolError(f"{name}: arguments are not JSON: {error}", "invalid_input", name) from None
-
+_input_json = _to_json_bytes
 
 _pack_len = struct.Struct("<I").pack
 _unpack_response = struct.Struct("<BI").unpack_from
@@ -261,229 +219,24 @@ def _call_batch(calls):
     return [(reader.u8(), reader.str()) for _ in range(reader.u32())]
 
 
-def call(name, args=None, /, **kwargs):
-    """Calls tool `name` synchronously: `tools.call("get_weather", {"city": "Paris"})`."""
-    if not isinstance(name, str):
-        raise TypeError("tools.call() needs the tool name as a string")
-    if args is None:
-        args = kwargs
-    elif kwargs:
-        raise TypeError("tools.call() takes a dict or keyword arguments, not both")
-    status, payload = _call_one(name, _encode_input(name, (args,), {}))
-    return _decode(name, status, payload)
-
-
-# Calls awaited but not yet sent: (name, input as UTF-8 JSON, future). The event loop
-# sends them as one batch when every runnable task is blocked.
-_pending = []
-
-
-def _flush_pending():
-    batch = [entry for entry in _pending if not entry[2].done()]
-    _pending.clear()
-    if not batch:
-        return
-    if len(batch) == 1:
-        results = [_call_one(batch[0][0], batch[0][1])]
-    else:
-        results = _call_batch([(entry[0], entry[1]) for entry in batch])
-    for (name, _input, future), (status, payload) in zip(batch, results):
-        if future.done():
-            continue
-        try:
-            future.set_result(_decode(name, status, payload))
-        except Exception as error:  # ToolError, or a result that is not JSON
-            future.set_exception(error)
-
-
-import asyncio  # noqa: E402  (after the streams: importing it may warn)
-
-
-def _make_tool(name):
-    async def tool(*args, **kwargs):
-        input_bytes = _encode_input(name, args, kwargs)
-        future = asyncio.get_running_loop().create_future()
-        _pending.append((name, input_bytes, future))
-        return await future
-
-    short = name.rsplit(".", 1)[-1]
-    tool.__name__ = tool.__qualname__ = short
-    tool.__doc__ = f"Calls the tool {name!r}: `await {short}(...)` with keyword arguments."
-    return tool
-
-
-class _Namespace:
-    """Tools of one connected server, reached as `await server.tool(...)`."""
-
-    def __init__(self, name):
-        self.__name = name
-
-    def __repr__(self):
-        return f"<tools of {self.__name}>"
-
-
-def _python_name(name):
-    cleaned = "".join(c if (c.isalnum() or c == "_") else "_" for c in name)
-    if not cleaned or cleaned[0].isdigit():
-        cleaned = "_" + cleaned
-    return cleaned
-
-
-tools = types.ModuleType("tools", "Tools declared for this execution.")
-tools.call = call
-tools.ToolError = ToolError
-sys.modules["tools"] = tools
-
-
-def _bind_tools(names, namespace):
-    """Exposes each tool as `tools.<name>` and as a global of the cell."""
-    for name in names:
-        function = _make_tool(name)
-        parts = [_python_name(p) for p in name.split(".")]
-        if any(keyword.iskeyword(p) for p in parts):
-            setattr(tools, "_".join(parts), function)
-            continue
-        for holder in (tools, namespace):
-            target = holder
-            for part in parts[:-1]:
-                current = target.get(part) if isinstance(target, dict) else getattr(target, part, None)
-                if not isinstance(current, _Namespace):
-                    current = _Namespace(part)
-                    if isinstance(target, dict):
-                        target[part] = current
-                    else:
-                        setattr(target, part, current)
-                target = current
-            if isinstance(target, dict):
-                target[parts[-1]] = function
-            else:
-                setattr(target, parts[-1], function)
-
-
-# ---------------------------------------------------------------------------------------
-# The event loop: WASI has no sockets or signals (the default loop's self-pipe needs
-# `socketpair`), so the loop's "selector" does two things only: send pending tool calls
-# as one batch, or sleep until the next timer.
-
-
-class _BridgeSelector:
-    def select(self, timeout):
-        if _pending:
-            if timeout == 0:
-                return []  # runnable tasks first: they may add calls to this batch
-            _flush_pending()
-            return []
-        if timeout is None:
-            raise RuntimeError(
-                "deadlock: every task is waiting, and no tool call or timer is pending"
-            )
-        if timeout > 0:
-            time.sleep(timeout)
-        return []
-
-    def close(self):
-        pass
-
-
-class CordonEventLoop(asyncio.BaseEventLoop):
-    def __init__(self):
-        super().__init__()
-        self._selector = _BridgeSelector()
-
-    def _process_events(self, event_list):
-        pass
-
-    def _write_to_self(self):
-        pass
-
-
-def _install_loop():
-    policy_base = getattr(asyncio.events, "_BaseDefaultEventLoopPolicy", None) or getattr(
-        asyncio.events, "BaseDefaultEventLoopPolicy", None
-    )
-    if policy_base is not None:
-
-        class _Policy(policy_base):
-            _loop_factory = CordonEventLoop
-
-        setter = getattr(asyncio.events, "_set_event_loop_policy", None) or getattr(
-            asyncio, "set_event_loop_policy"
-        )
-        try:
-            setter(_Policy())
-        except Exception:
-            pass
-    asyncio.new_event_loop = asyncio.events.new_event_loop = CordonEventLoop
-    # asyncio.run and asyncio.Runner make their loop with this unless given a factory.
-    original_run = asyncio.run
-
-    def run(main, *, debug=None, loop_factory=None):
-        return original_run(main, debug=debug, loop_factory=loop_factory or CordonEventLoop)
-
-    asyncio.run = asyncio.runners.run = run
-    original_runner_init = asyncio.Runner.__init__
-
-    def runner_init(self, *, debug=None, loop_factory=None):
-        original_runner_init(self, debug=debug, loop_factory=loop_factory or CordonEventLoop)
-
-    asyncio.Runner.__init__ = runner_init
-
-
-_install_loop()
-_loop = None
-
-
-def _event_loop():
-    global _loop
-    if _loop is None or _loop.is_closed():
-        _loop = CordonEventLoop()
-    return _loop
-
-
 # ---------------------------------------------------------------------------------------
 # Cells
 
-_CO_COROUTINE = 0x80
-_FLAGS = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
-_main = {"__name__": "__main__", "__builtins__": builtins, "__doc__": None}
 _first_execution = [True]
-
-
-def _strip_runtime_frames(error):
-    tb = error.__traceback__
-    while tb is not None and tb.tb_frame.f_code.co_filename == "<cordon>":
-        tb = tb.tb_next
-    return error.with_traceback(tb)
-
-
-def _error_outcome(error):
-    error = _strip_runtime_frames(error)
-    lines = traceback.format_exception(type(error), error, error.__traceback__)
-    message = str(error)
-    if isinstance(error, SyntaxError):
-        message = f"{error.msg} (line {error.lineno}, column {error.offset})"
-    return (type(error).__name__, message, "".join(lines))
-
-
-def _evaluate(code_object):
-    value = eval(code_object, _main)
-    if code_object.co_flags & _CO_COROUTINE:
-        value = _event_loop().run_until_complete(value)
-    return value
 
 
 def _run_cell(source):
     """Runs the cell; returns the final expression's value (None when there is none)."""
     # Tracebacks show the cell's lines.
     linecache.cache["<cell>"] = (len(source), None, source.splitlines(True), "<cell>")
-    tree = compile(source, "<cell>", "exec", ast.PyCF_ONLY_AST | _FLAGS)
+    tree = compile(source, "<cell>", "exec", ast.PyCF_ONLY_AST | _TOP_LEVEL_AWAIT)
     last = tree.body[-1] if tree.body else None
     if isinstance(last, ast.Expr):
         head = ast.Module(body=tree.body[:-1], type_ignores=[])
         if head.body:
-            _evaluate(compile(head, "<cell>", "exec", _FLAGS))
-        return _evaluate(compile(ast.Expression(body=last.value), "<cell>", "eval", _FLAGS))
-    _evaluate(compile(tree, "<cell>", "exec", _FLAGS))
+            _evaluate(compile(head, "<cell>", "exec", _TOP_LEVEL_AWAIT))
+        return _evaluate(compile(ast.Expression(body=last.value), "<cell>", "eval", _TOP_LEVEL_AWAIT))
+    _evaluate(compile(tree, "<cell>", "exec", _TOP_LEVEL_AWAIT))
     return None
 
 
@@ -540,9 +293,7 @@ def _execute():
     except OSError:
         pass
     try:
-        _bind_tools(names, _main)
-        _main["tools"] = tools
-        _main["ToolError"] = ToolError
+        _prepare_cell(names)
         frame = _completed_frame(_run_cell(source))
     except SystemExit as error:
         if error.code in (None, 0):
