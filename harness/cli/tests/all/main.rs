@@ -243,3 +243,42 @@ fn the_demo_runs_end_to_end() {
     );
     assert!(String::from_utf8_lossy(&output.stderr).contains("limit exceeded (cpu)"));
 }
+
+#[test]
+fn python_is_cpython_and_python_lite_is_rustpython() {
+    let code = "import sys\nsys.implementation.name";
+    for (lang, implementation) in [
+        (None, "cpython"),
+        (Some("python"), "cpython"),
+        (Some("cpython"), "cpython"),
+        (Some("python-lite"), "rustpython"),
+    ] {
+        let mut args = Vec::new();
+        if let Some(lang) = lang {
+            args.extend(["--lang", lang]);
+        }
+        let (code_, value) = json_run(code, &args);
+        assert_eq!(code_, 0, "{lang:?}: {value}");
+        assert_eq!(value["result"], implementation, "{lang:?}: {value}");
+    }
+}
+
+#[test]
+fn prepare_builds_the_named_images_and_refuses_unknown_languages() {
+    let output = cordon(&["prepare", "ruby"], "");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("unknown language `ruby` (use python, python-lite or javascript)"),
+        "{stderr}"
+    );
+    let output = cordon(&["prepare", "javascript", "python-lite"], "");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    for language in ["javascript", "python-lite"] {
+        assert!(
+            stderr.contains(&format!("cordon: {language} is ready")),
+            "{stderr}"
+        );
+    }
+}
