@@ -189,9 +189,12 @@ def smolagents(cordon):
     logs = [getattr(step, "observations", None) for step in agent.memory.steps]
     assert any(log and "x is 5" in log for log in logs), logs
     # Code that fails in the sandbox is an error the agent sees, not a crash of the host.
-    executor2 = CordonExecutor(cordon.url)
+    executor2 = CordonExecutor(cordon.url, language="python-lite")
     executor2.send_tools({})
     try:
+        # The language is the executor's choice (CPython by default, as above).
+        implementation = executor2("import sys\nsys.implementation.name").output
+        assert implementation == "rustpython", implementation
         executor2("1 / 0")
         raise AssertionError("a ZeroDivisionError should surface")
     except RuntimeError as error:

@@ -53,12 +53,15 @@ class CordonExecutor(PythonExecutor):
     """Runs smolagents' code actions in a Cordon sandbox (``POST /v1/sandboxes``).
 
     ``limits`` are the sandbox's (``cpu_ms``, ``memory_bytes``, ``wall_ms`` …); the client
-    tools' answers have ``client_tool_timeout_ms`` to arrive.
+    tools' answers have ``client_tool_timeout_ms`` to arrive. ``language`` is ``python``
+    (CPython with numpy, pandas, matplotlib) or ``python-lite`` (RustPython: faster start,
+    standard library only).
     """
 
     def __init__(self, cordon_url: str | None = None, *, token: str | None = None,
-                 limits: dict | None = None, timeout: float = 120.0):
+                 limits: dict | None = None, timeout: float = 120.0, language: str = "python"):
         self._base = base_url(cordon_url)
+        self._language = language
         self._http = httpx.Client(base_url=self._base, headers=headers(token), timeout=timeout)
         self._limits = limits or {}
         self.tools: dict[str, Any] = {}
@@ -108,7 +111,7 @@ class CordonExecutor(PythonExecutor):
                     for name, tool in self.tools.items() if name != _FINAL]
         declared.append({"name": _FINAL, "description": "Give the final answer.",
                          "input_schema": {"type": "object"}, "handler": {"kind": "client"}})
-        body = {"language": "python", "tools": declared, "stateful": True}
+        body = {"language": self._language, "tools": declared, "stateful": True}
         if self._limits:
             body["limits"] = self._limits
         self.sandbox_id = check(self._http.post("/v1/sandboxes", json=body))["id"]
