@@ -48,7 +48,7 @@ mod workspace;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use cordon_core::broker::{
@@ -186,6 +186,9 @@ struct Shared {
     /// the other languages' executions must not wait for it.
     cpython_image: tokio::sync::OnceCell<Arc<GuestImage>>,
     ticker_stop: Arc<AtomicBool>,
+    /// Fresh instances whose result was delivered and whose pool slot is still being reset
+    /// (see `driver::run_fresh`): an execution that finds the pool full waits for them.
+    returning: AtomicUsize,
 }
 
 impl Drop for Shared {
@@ -271,6 +274,7 @@ impl Sandbox {
                 cpython: std::sync::Mutex::new(None),
                 cpython_image: tokio::sync::OnceCell::new(),
                 ticker_stop,
+                returning: AtomicUsize::new(0),
             }),
         };
         for language in &config.preload {
