@@ -8,27 +8,14 @@
     reason = "a benchmark that cannot set up should stop"
 )]
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cordon_benches::{fmt, proportional_bytes, resident_bytes, summarize};
-use cordon_core::{Dispatcher, ToolRegistry};
+use cordon_benches::{fmt, lookup_tools, proportional_bytes, resident_bytes, summarize};
 use cordon_protocol::execution::{ExecutionResult, ExecutionStatus, Language, Limits};
 use cordon_sandbox::{ExecutionRequest, Sandbox, SandboxConfig, SessionSpec};
 
-fn tools() -> Dispatcher {
-    let registry = ToolRegistry::from_json(
-        r#"{"tools": [{"name": "lookup", "input_schema": {"type": "object",
-            "properties": {"key": {"type": "integer"}}, "required": ["key"]},
-            "handler": {"kind": "static", "result": {"value": 1}}}]}"#,
-        "<bench>",
-    )
-    .expect("valid tools");
-    Dispatcher::new(Arc::new(registry))
-}
-
 async fn execute(sandbox: &Sandbox, code: &str) -> (Duration, ExecutionResult) {
-    let request = ExecutionRequest::new(Language::Python, code, tools()).limits(Limits {
+    let request = ExecutionRequest::new(Language::Python, code, lookup_tools()).limits(Limits {
         cpu_ms: 600_000,
         wall_ms: 600_000,
         ..Limits::default()
@@ -137,7 +124,7 @@ async fn idle_sessions(sandbox: &Sandbox) {
     let before = (resident_bytes(), proportional_bytes());
     let mut sessions = Vec::new();
     for _ in 0..50 {
-        let session = sandbox.session(SessionSpec::new(Language::Python, tools()));
+        let session = sandbox.session(SessionSpec::new(Language::Python, lookup_tools()));
         let result = session
             .execute(
                 "import pandas as pd\nframe = pd.DataFrame({'x': range(1000)})\nint(frame.x.sum())",

@@ -1,6 +1,23 @@
-//! Shared helpers for Cordon's benchmark binaries: percentiles and resident memory.
+//! Shared helpers for Cordon's benchmark binaries: percentiles, resident memory, and the
+//! tool set the sandbox benchmarks call.
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use cordon_core::{Dispatcher, ToolRegistry};
+
+/// One schema-checked static tool, `lookup({"key": <integer>})` → `{"value": 1}`: what the
+/// sandbox benchmarks call from a loop.
+pub fn lookup_tools() -> Dispatcher {
+    let registry = ToolRegistry::from_json(
+        r#"{"tools": [{"name": "lookup", "input_schema": {"type": "object",
+            "properties": {"key": {"type": "integer"}}, "required": ["key"]},
+            "handler": {"kind": "static", "result": {"value": 1}}}]}"#,
+        "<bench>",
+    );
+    #[allow(clippy::expect_used, reason = "the declaration above is a constant")]
+    Dispatcher::new(Arc::new(registry.expect("valid tools")))
+}
 
 /// p50, p99 and mean of a set of samples.
 #[derive(Debug, Clone, Copy)]

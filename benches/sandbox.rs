@@ -8,29 +8,16 @@
     reason = "a benchmark that cannot set up should stop"
 )]
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cordon_benches::{fmt, minor_faults, resident_bytes, summarize};
-use cordon_core::{Dispatcher, ToolRegistry};
+use cordon_benches::{fmt, lookup_tools, minor_faults, resident_bytes, summarize};
 use cordon_protocol::execution::{ExecutionStatus, Language, Limits};
 use cordon_sandbox::{ExecutionRequest, Sandbox, SandboxConfig, SessionSpec};
-
-fn tools() -> Dispatcher {
-    let registry = ToolRegistry::from_json(
-        r#"{"tools": [{"name": "lookup", "input_schema": {"type": "object",
-            "properties": {"key": {"type": "integer"}}, "required": ["key"]},
-            "handler": {"kind": "static", "result": {"value": 1}}}]}"#,
-        "<bench>",
-    )
-    .expect("valid tools");
-    Dispatcher::new(Arc::new(registry))
-}
 
 async fn run(sandbox: &Sandbox, language: Language, code: &str) -> Duration {
     // The dispatcher (tool registry, compiled schemas) is built before the clock starts: a
     // server builds it once per tool set, not once per execution.
-    let request = ExecutionRequest::new(language, code, tools());
+    let request = ExecutionRequest::new(language, code, lookup_tools());
     let started = Instant::now();
     let result = sandbox.execute(request).wait().await;
     let elapsed = started.elapsed();
@@ -77,7 +64,7 @@ async fn tool_calls(sandbox: &Sandbox, language: Language, with_calls: &str, wit
 /// The host's share of a tool call: one schema-checked static call through the dispatcher,
 /// with nothing listening to events (as in the sandbox when no one streams them).
 async fn host_dispatch() {
-    let dispatcher = tools();
+    let dispatcher = lookup_tools();
     let context = cordon_core::dispatch::CallContext::new("bench");
     let call = || vec![("lookup".to_owned(), r#"{"key": 7}"#.to_owned())];
     for _ in 0..10_000 {
@@ -106,7 +93,7 @@ async fn cold_and_warm_start(language: Language, hello: &str) {
             .max_instances(4);
         let sandbox = Sandbox::new(config).await.expect("sandbox");
         let result = sandbox
-            .execute(ExecutionRequest::new(language, hello, tools()))
+            .execute(ExecutionRequest::new(language, hello, lookup_tools()))
             .wait()
             .await;
         assert_eq!(result.stdout.trim(), "1", "{result:?}");
@@ -122,7 +109,7 @@ async fn idle_sessions(sandbox: &Sandbox, language: Language, code: &str) {
     let before = resident_bytes();
     let mut sessions = Vec::new();
     for _ in 0..200 {
-        let session = sandbox.session(SessionSpec::new(language, tools()));
+        let session = sandbox.session(SessionSpec::new(language, lookup_tools()));
         let result = session.execute(code).wait().await;
         assert_eq!(result.status, ExecutionStatus::Completed, "{result:?}");
         sessions.push(session);
@@ -144,7 +131,9 @@ async fn concurrent(sandbox: &Sandbox, language: Language, code: &'static str) {
         handles.push(tokio::spawn(async move {
             let begun = Instant::now();
             let result = sandbox
-                .execute(ExecutionRequest::new(language, code, tools()).limits(Limits::default()))
+                .execute(
+                    ExecutionRequest::new(language, code, lookup_tools()).limits(Limits::default()),
+                )
                 .wait()
                 .await;
             (begun.elapsed(), result.status)
