@@ -111,7 +111,7 @@ pub(crate) async fn run_fresh(sandbox: Sandbox, job: Job) {
             let (result, _healthy) = run(&mut live, &job).await;
             // The caller gets the result first; returning the slot to the pool (restoring
             // or unmapping the pages the run wrote) is not on its path. Measured: a fresh
-            // JavaScript instance 210-262 -> 107-128 us p50, CPython 3.6-4.6 -> 3.3 ms.
+            // JavaScript instance 210-262 -> 105-128 us p50, CPython 3.6-4.6 -> 2.7-3.3 ms.
             let returning = Returning::start(&sandbox.shared.returning);
             finish(job, result);
             drop(live);
