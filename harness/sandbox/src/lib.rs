@@ -329,31 +329,37 @@ impl Sandbox {
 
     /// The JavaScript guest's engine and linker (made, with their epoch ticker, on first use).
     fn javascript_engine(&self) -> Result<(Engine, Linker<HostState>), SandboxError> {
-        let mut slot =
-            self.shared.javascript.lock().map_err(|_| {
-                SandboxError::Engine("the JavaScript engine's lock is poisoned".into())
-            })?;
-        if let Some(made) = &*slot {
-            return Ok(made.clone());
-        }
-        let engine = engine(&self.shared.config, KEEP_RESIDENT_JAVASCRIPT)?;
-        let linker = linker(&engine)?;
-        spawn_epoch_ticker(engine.clone(), self.shared.ticker_stop.clone());
-        *slot = Some((engine.clone(), linker.clone()));
-        Ok((engine, linker))
+        self.lazy_engine(&self.shared.javascript, "JavaScript", |config| {
+            let engine = engine(config, KEEP_RESIDENT_JAVASCRIPT)?;
+            let linker = linker(&engine)?;
+            Ok((engine, linker))
+        })
     }
 
     /// The CPython guest's engine and linker (made, with their epoch ticker, on first use).
     fn cpython_engine(&self) -> Result<(Engine, Linker<HostState>), SandboxError> {
-        let mut slot =
-            self.shared.cpython.lock().map_err(|_| {
-                SandboxError::Engine("the CPython engine's lock is poisoned".into())
-            })?;
+        self.lazy_engine(&self.shared.cpython, "CPython", |config| {
+            let engine = cpython::engine(config)?;
+            let linker = cpython::linker(&engine)?;
+            Ok((engine, linker))
+        })
+    }
+
+    /// The engine and linker in `slot`, made by `make` (and given an epoch ticker) the
+    /// first time.
+    fn lazy_engine(
+        &self,
+        slot: &std::sync::Mutex<Option<(Engine, Linker<HostState>)>>,
+        name: &str,
+        make: impl FnOnce(&SandboxConfig) -> Result<(Engine, Linker<HostState>), SandboxError>,
+    ) -> Result<(Engine, Linker<HostState>), SandboxError> {
+        let mut slot = slot
+            .lock()
+            .map_err(|_| SandboxError::Engine(format!("the {name} engine's lock is poisoned")))?;
         if let Some(made) = &*slot {
             return Ok(made.clone());
         }
-        let engine = cpython::engine(&self.shared.config)?;
-        let linker = cpython::linker(&engine)?;
+        let (engine, linker) = make(&self.shared.config)?;
         spawn_epoch_ticker(engine.clone(), self.shared.ticker_stop.clone());
         *slot = Some((engine.clone(), linker.clone()));
         Ok((engine, linker))

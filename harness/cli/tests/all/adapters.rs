@@ -3,33 +3,8 @@
 //! `cordon serve`: `tests/e2e/adapters.py` starts the server and drives it through the
 //! OpenAI Agents SDK's `ComputerTool`, a smolagents `CodeAgent`, and a Gymnasium `Env`.
 
-use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
-const SCRIPT_TIMEOUT: Duration = Duration::from_secs(300);
-
 fn scenario(name: &str) {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/e2e/adapters.py");
-    let mut child = Command::new("python3")
-        .arg(&script)
-        .args([name, "--cordon", crate::cordon_bin()])
-        .stdin(Stdio::null())
-        .spawn()
-        .expect("python3 runs (tests/bootstrap.sh installs the frameworks)");
-    let deadline = Instant::now() + SCRIPT_TIMEOUT;
-    loop {
-        if let Some(status) = child.try_wait().expect("wait for the script") {
-            assert!(status.success(), "adapters.py {name} failed: {status}");
-            return;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("adapters.py {name} did not finish within {SCRIPT_TIMEOUT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    crate::e2e_script("adapters.py", &[name, "--cordon", crate::cordon_bin()]);
 }
 
 #[test]

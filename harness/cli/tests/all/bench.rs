@@ -431,26 +431,7 @@ fn the_external_policy_scores_what_another_agent_did_over_http() {
 
 #[test]
 fn the_upstream_policy_drives_an_episode_through_the_stand_in_model() {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/e2e/bench_upstream.py");
-    let mut child = Command::new("python3")
-        .arg(&script)
-        .args(["--cordon", crate::cordon_bin()])
-        .stdin(Stdio::null())
-        .spawn()
-        .expect("python3 runs");
-    let deadline = Instant::now() + Duration::from_secs(300);
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            assert!(status.success(), "bench_upstream.py failed: {status}");
-            return;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("bench_upstream.py did not finish in time");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    crate::e2e_script("bench_upstream.py", &["--cordon", crate::cordon_bin()]);
 }
 
 #[cfg(feature = "desktop")]

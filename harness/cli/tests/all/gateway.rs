@@ -6,46 +6,9 @@
 //! one scenario and the upstream's API; the client speaks Anthropic Messages, or, through
 //! `tests/e2e/gateway_openai.py` and the official `openai` SDK, Chat Completions and Responses.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
-/// Upper bound for one scenario; a hang fails the test instead of blocking CI.
-const SCRIPT_TIMEOUT: Duration = Duration::from_secs(300);
-
-fn e2e(script: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/e2e")
-        .join(script)
-}
-
-/// Runs `script args…` to completion (bounded), failing the test with its status.
-fn python(script: &str, args: &[&str]) {
-    let mut child = Command::new("python3")
-        .arg(e2e(script))
-        .args(args)
-        .stdin(Stdio::null())
-        .spawn()
-        .expect("python3 runs (tests/bootstrap.sh installs the clients)");
-    let deadline = Instant::now() + SCRIPT_TIMEOUT;
-    loop {
-        if let Some(status) = child.try_wait().expect("wait for the script") {
-            assert!(status.success(), "{script} {args:?} failed: {status}");
-            return;
-        }
-        if Instant::now() > deadline {
-            // SIGKILL: the server it started gets SIGTERM from the kernel (PDEATHSIG).
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{script} {args:?} did not finish within {SCRIPT_TIMEOUT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// Runs one scenario of `gateway_anthropic.py` against an upstream speaking `api`.
 fn scenario(name: &str, api: &str) {
-    python(
+    crate::e2e_script(
         "gateway_anthropic.py",
         &[name, "--cordon", crate::cordon_bin(), "--upstream-api", api],
     );
@@ -53,7 +16,7 @@ fn scenario(name: &str, api: &str) {
 
 #[test]
 fn standin_model_shapes_validate_against_the_sdk_types() {
-    python("standin_model.py", &[]);
+    crate::e2e_script("standin_model.py", &[]);
 }
 
 // --- client tools, errors, credentials (Anthropic upstream unless named)
@@ -188,7 +151,7 @@ fn gateway_conversation_record_shows_turns_calls_and_results() {
 
 /// Runs one scenario of `gateway_openai.py` against an upstream speaking `api`.
 fn openai_scenario(name: &str, api: &str) {
-    python(
+    crate::e2e_script(
         "gateway_openai.py",
         &[name, "--cordon", crate::cordon_bin(), "--upstream-api", api],
     );
@@ -240,7 +203,7 @@ fn gateway_chat_completions_clients_get_server_tools_run_inline() {
 // --- the session protocol, driven by an SSE client (`httpx`)
 
 fn session_scenario(name: &str, api: &str) {
-    python(
+    crate::e2e_script(
         "session_protocol.py",
         &[name, "--cordon", crate::cordon_bin(), "--upstream-api", api],
     );

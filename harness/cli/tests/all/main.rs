@@ -37,6 +37,37 @@ pub(crate) fn cordon_bin() -> &'static str {
     env!("CARGO_BIN_EXE_cordon")
 }
 
+/// Upper bound for one client script of `tests/e2e`; a hang fails the test instead of
+/// blocking CI.
+const SCRIPT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Runs `tests/e2e/<script> args…` with python3 to completion (bounded), failing the test
+/// with its status. A killed script's server gets SIGTERM from the kernel (PDEATHSIG).
+pub(crate) fn e2e_script(script: &str, args: &[&str]) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/e2e")
+        .join(script);
+    let mut child = Command::new("python3")
+        .arg(path)
+        .args(args)
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("python3 runs (tests/bootstrap.sh installs the clients)");
+    let deadline = std::time::Instant::now() + SCRIPT_TIMEOUT;
+    loop {
+        if let Some(status) = child.try_wait().expect("wait for the script") {
+            assert!(status.success(), "{script} {args:?} failed: {status}");
+            return;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{script} {args:?} did not finish within {SCRIPT_TIMEOUT:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 pub(crate) fn cordon(args: &[&str], stdin: &str) -> Output {
     let mut child = Command::new(crate::cordon_bin())
         .args(args)

@@ -9,9 +9,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Upper bound for one client script; a hang fails the test instead of blocking CI.
-const SCRIPT_TIMEOUT: Duration = Duration::from_secs(300);
-
 fn e2e(script: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/e2e")
@@ -132,32 +129,10 @@ impl Server {
     }
 }
 
-/// Runs a client script to completion (bounded), failing the test with its output.
-fn python(script: &str, args: &[&str]) {
-    let mut child = Command::new("python3")
-        .arg(e2e(script))
-        .args(args)
-        .stdin(Stdio::null())
-        .spawn()
-        .expect("python3 runs (tests/bootstrap.sh installs the clients)");
-    let deadline = Instant::now() + SCRIPT_TIMEOUT;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            assert!(status.success(), "{script} {args:?} failed: {status}");
-            return;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("{script} {args:?} did not finish within {SCRIPT_TIMEOUT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 fn http_scenario(name: &str) {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::serve(&dir.path().join("cordon.db"), &[]);
-    python("http_api.py", &[name, &server.url]);
+    crate::e2e_script("http_api.py", &[name, &server.url]);
 }
 
 #[test]
@@ -189,7 +164,7 @@ fn http_api_approval_round_trip() {
 fn http_api_requires_the_bearer_token() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::serve(&dir.path().join("cordon.db"), &["--token", "s3cret"]);
-    python("http_api.py", &["auth", &server.url, "s3cret"]);
+    crate::e2e_script("http_api.py", &["auth", &server.url, "s3cret"]);
 }
 
 #[test]
@@ -199,7 +174,7 @@ fn http_api_history_survives_kill_9_and_live_executions_expire() {
     let state = dir.path().join("state.json");
     let state = state.to_str().unwrap();
     let server = Server::serve(&db, &[]);
-    python("http_api.py", &["before_kill", &server.url, state]);
+    crate::e2e_script("http_api.py", &["before_kill", &server.url, state]);
     let killed = server.kill_9();
     // The killed server's Chromium outlives it, until the next server stops it.
     assert!(
@@ -212,7 +187,7 @@ fn http_api_history_survives_kill_9_and_live_executions_expire() {
         Vec::<u32>::new(),
         "the orphaned Chromium was stopped"
     );
-    python("http_api.py", &["after_restart", &server.url, state]);
+    crate::e2e_script("http_api.py", &["after_restart", &server.url, state]);
     server.terminate_and_check_chromium();
 }
 
@@ -220,7 +195,7 @@ fn http_api_history_survives_kill_9_and_live_executions_expire() {
 fn http_api_computers_click_ask_approve_deny_trajectory_and_delete() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::serve(&dir.path().join("cordon.db"), &[]);
-    python("http_api.py", &["computers", &server.url]);
+    crate::e2e_script("http_api.py", &["computers", &server.url]);
     // Deleted sessions take their trajectory directories with them.
     let left: Vec<_> = std::fs::read_dir(dir.path().join("trajectories"))
         .unwrap()
@@ -273,7 +248,7 @@ fn http_api_password_text_reaches_neither_the_store_nor_the_trajectory() {
     // Cordon creates `state/` (0700) for the database and `state/trajectories/`.
     let state = dir.path().join("state");
     let server = Server::serve(&state.join("cordon.db"), &[]);
-    python("http_api.py", &["secrets", &server.url, SECRET, NAME]);
+    crate::e2e_script("http_api.py", &["secrets", &server.url, SECRET, NAME]);
     // While it runs (WAL and shared-memory files present) and after it stopped.
     assert!(!scan(&state, SECRET), "the password is on disk");
     assert!(scan(&state, NAME), "the text field's text is kept");
@@ -289,14 +264,14 @@ fn http_api_without_chromium_serves_sandboxes_and_explains_computers() {
         &dir.path().join("cordon.db"),
         &["--chromium", "/nonexistent/chromium"],
     );
-    python("http_api.py", &["no_browser", &server.url]);
+    crate::e2e_script("http_api.py", &["no_browser", &server.url]);
 }
 
 #[test]
 fn http_api_retention_deletes_ended_histories_and_trajectories() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::serve(&dir.path().join("cordon.db"), &["--retain", "2s"]);
-    python("http_api.py", &["retention", &server.url]);
+    crate::e2e_script("http_api.py", &["retention", &server.url]);
     let left = std::fs::read_dir(dir.path().join("trajectories"))
         .unwrap()
         .count();
@@ -311,7 +286,7 @@ fn http_api_sandboxes_call_tools_of_a_connected_mcp_server() {
         e2e("mcp_tools_server.py").to_str().unwrap()
     );
     let server = Server::serve(&dir.path().join("cordon.db"), &["--connect", &connect]);
-    python("http_api.py", &["connected", &server.url]);
+    crate::e2e_script("http_api.py", &["connected", &server.url]);
 }
 
 #[test]
@@ -352,7 +327,7 @@ fn mcp_stdio_with_the_official_python_sdk() {
     let dir = tempfile::tempdir().unwrap();
     let tools = dir.path().join("tools.json");
     std::fs::write(&tools, MCP_TOOLS).unwrap();
-    python(
+    crate::e2e_script(
         "mcp_client.py",
         &["stdio", crate::cordon_bin(), tools.to_str().unwrap()],
     );
@@ -384,7 +359,7 @@ fn mcp_streamable_http_with_the_official_python_sdk() {
         "--no-browser-sandbox",
     ]);
     let url = format!("{}/mcp", server.url);
-    python("mcp_client.py", &["http", &url, &page_port]);
+    crate::e2e_script("mcp_client.py", &["http", &url, &page_port]);
 }
 
 // --- network edges: Host/Origin guard, host tools without a token, connected tools' policy
@@ -392,7 +367,7 @@ fn mcp_streamable_http_with_the_official_python_sdk() {
 fn edges(server: &Server, scenario: &str, args: &[&str]) {
     let mut all = vec![scenario, server.url.as_str()];
     all.extend_from_slice(args);
-    python("network_edges.py", &all);
+    crate::e2e_script("network_edges.py", &all);
 }
 
 fn calc_connection() -> String {
@@ -451,7 +426,7 @@ fn serve_connect_policy_asks_and_declarations_only_tighten_it() {
 fn mcp_streamable_http_refuses_foreign_origins_and_hosts() {
     let server = Server::start(&["mcp", "--http", "127.0.0.1:0", "--no-computer"]);
     let url = format!("{}/mcp", server.url);
-    python("network_edges.py", &["mcp_guard", &url]);
+    crate::e2e_script("network_edges.py", &["mcp_guard", &url]);
 }
 
 #[test]
@@ -508,10 +483,10 @@ fn connect_policy_must_name_a_connection() {
 fn http_api_files_upload_run_download_traversal_and_quotas() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::serve(&dir.path().join("cordon.db"), &[]);
-    python("files.py", &["http", &server.url]);
+    crate::e2e_script("files.py", &["http", &server.url]);
 }
 
 #[test]
 fn mcp_execute_code_takes_files_and_returns_what_it_wrote() {
-    python("files.py", &["mcp", crate::cordon_bin()]);
+    crate::e2e_script("files.py", &["mcp", crate::cordon_bin()]);
 }
