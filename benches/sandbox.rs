@@ -47,15 +47,21 @@ async fn fresh_instance(sandbox: &Sandbox, language: Language, code: &str) {
 }
 
 async fn tool_calls(sandbox: &Sandbox, language: Language, with_calls: &str, without: &str) {
+    // Warm up first: the first runs grow the pool's memory and the allocator's caches.
+    for _ in 0..10 {
+        run(sandbox, language, with_calls).await;
+    }
+    // A run takes a few milliseconds, so many of them are needed for a steady median.
+    let runs = 200;
     let mut per_call = Vec::new();
-    for _ in 0..20 {
+    for _ in 0..runs {
         let a = run(sandbox, language, with_calls).await;
         let b = run(sandbox, language, without).await;
         per_call.push(a.saturating_sub(b) / 1000);
     }
     let s = summarize(&mut per_call);
     println!(
-        "1000 schema-checked static tool calls ({}): {} per call (median of 20 runs)",
+        "1000 schema-checked static tool calls ({}): {} per call (median of {runs} runs)",
         language.as_str(),
         fmt(s.p50)
     );

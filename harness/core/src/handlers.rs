@@ -61,7 +61,9 @@ impl HttpClient {
 }
 
 /// A successful handler result: the value (for events) and its JSON text (for the guest).
-pub(crate) type HostOutput = (Value, String);
+/// `None` stands for the value of the text, built only if an event needs it: a static
+/// result would otherwise be cloned on every call for a listener that may not exist.
+pub(crate) type HostOutput = (Option<Value>, String);
 
 fn failed(message: String) -> ToolFailure {
     ToolFailure {
@@ -100,7 +102,7 @@ pub(crate) async fn run_host(
                 Some(text) => text.to_string(),
                 None => result.to_string(),
             };
-            Ok((result.clone(), text))
+            Ok((None, text))
         }
         HandlerSpec::Command {
             argv,
@@ -125,7 +127,7 @@ pub(crate) async fn run_host(
                 .await
                 .map(|value| {
                     let text = value.to_string();
-                    (value, text)
+                    (Some(value), text)
                 })
                 .map_err(failed),
             None => Err(failed(format!(
@@ -286,7 +288,7 @@ fn parse_json_output(bytes: &[u8]) -> Result<HostOutput, String> {
     match serde_json::from_slice::<Value>(bytes) {
         Ok(value) => {
             let text = value.to_string();
-            Ok((value, text))
+            Ok((Some(value), text))
         }
         Err(_) => {
             let text = String::from_utf8_lossy(bytes);

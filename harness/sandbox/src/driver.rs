@@ -150,7 +150,11 @@ pub(crate) async fn run_in_session(
 }
 
 fn finish(job: Job, result: ExecutionResult) {
-    job.events.emit(ExecutionEvent::Completed(result.clone()));
+    // The copy is for a listener; with none (a caller that only waits for the result) it
+    // would clone every tool call's input for nothing.
+    if job.events.is_active() {
+        job.events.emit(ExecutionEvent::Completed(result.clone()));
+    }
     // The handle may be gone (caller stopped caring); the result is still in the events.
     let _ = job.done.send(result);
 }

@@ -239,3 +239,62 @@ async fn empty_batches_are_empty() {
     assert!(d.call_batch(&rec.ctx, vec![]).await.is_empty());
     assert!(rec.drain().is_empty());
 }
+
+#[tokio::test]
+async fn a_single_host_call_sends_its_call_and_result_and_records_itself() {
+    // One allowed host call takes a shorter path than a batch; what it sends and returns
+    // is the same: `tool.call` (input, caller, locus), then `tool.result` with the output.
+    let mut rec = recorded("exec_one");
+    let d = dispatcher(tools());
+    for (name, input, output) in [
+        ("weather", json!({"city": "Oslo"}), json!({"temp_c": 21})),
+        ("echo", json!({"n": 2}), json!({"echo": {"n": 2}})),
+    ] {
+        let call = crate::common::call_one(&d, &rec.ctx, name, input.clone()).await;
+        assert_eq!(call.result, Ok(output.to_string()));
+        assert_eq!(
+            (
+                call.record.name.as_str(),
+                &call.record.input,
+                call.record.is_error
+            ),
+            (name, &input, false)
+        );
+        assert_eq!(call.record.locus, Locus::Host);
+        let seen = rec.drain();
+        assert_eq!(
+            seen.iter().map(label).collect::<Vec<_>>(),
+            [
+                format!("tool.call {}", call.record.id),
+                format!("tool.result {}", call.record.id)
+            ]
+        );
+        match &seen[0] {
+            ExecutionEvent::ToolCall {
+                input: sent,
+                caller,
+                locus,
+                ..
+            } => {
+                assert_eq!(sent, &input);
+                assert_eq!(caller.execution_id, "exec_one");
+                assert_eq!(*locus, Locus::Host);
+            }
+            other => panic!("expected tool.call, got {other:?}"),
+        }
+        match &seen[1] {
+            ExecutionEvent::ToolResult {
+                output: sent,
+                is_error,
+                ..
+            } => assert_eq!((sent, *is_error), (&output, false)),
+            other => panic!("expected tool.result, got {other:?}"),
+        }
+    }
+    // A call that is refused before it runs still takes the batch's path and says why.
+    let call = crate::common::call_one(&d, &rec.ctx, "typed", json!({})).await;
+    assert_eq!(
+        call.result.map_err(|failure| failure.kind),
+        Err(ToolErrorKind::InvalidInput)
+    );
+}
