@@ -111,9 +111,14 @@ pub(crate) async fn run_host(
             inherit_env,
         } => {
             let env = command_env(env, inherit_env);
-            run_command(argv, &env, *timeout_ms, input, cap).await
+            // Boxed, like every handler that waits on I/O: their futures are kilobytes, and
+            // inline they would make every call's future that large — copied on each tool
+            // call, static ones included, for a wait these handlers' I/O dwarfs anyway.
+            Box::pin(run_command(argv, &env, *timeout_ms, input, cap)).await
         }
-        HandlerSpec::Http { url, timeout_ms } => run_http(http, url, *timeout_ms, input, cap).await,
+        HandlerSpec::Http { url, timeout_ms } => {
+            Box::pin(run_http(http, url, *timeout_ms, input, cap)).await
+        }
         HandlerSpec::Client {} => Err(failed(format!(
             "`{}` is a client tool and cannot run on the host",
             tool.name()
