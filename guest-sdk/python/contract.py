@@ -11,6 +11,9 @@
 #   _from_json(text)             a JSON result as a Python value
 #   _call_one(name, input)       one call through the door: (status, payload)
 #   _call_batch(calls)           [(name, input), ...] through the door: [(status, payload), ...]
+# and may define, for `tools.call`'s one step (a default built on the above follows):
+#   _call_value(name, value)     (0, result value), (kind status, message), or (-1, reason)
+#                                when the value is not JSON
 
 import ast as _ast
 import asyncio
@@ -46,21 +49,40 @@ def _decode(name, status, payload):
     raise ToolError(f"{name}: {payload}", _KINDS.get(status, "tool_failed"), name)
 
 
+def _usage_error(name):
+    return TypeError(
+        f"{name}() takes keyword arguments or a single dict, "
+        f"e.g. {name}(city='Paris') or {name}({{'city': 'Paris'}})"
+    )
+
+
+def _not_json(name, reason):
+    return ToolError(f"{name}: arguments are not JSON: {reason}", "invalid_input", name)
+
+
 def _encode_input(name, args, kwargs):
     if args:
         if len(args) == 1 and isinstance(args[0], dict) and not kwargs:
             value = args[0]
         else:
-            raise TypeError(
-                f"{name}() takes keyword arguments or a single dict, "
-                f"e.g. {name}(city='Paris') or {name}({{'city': 'Paris'}})"
-            )
+            raise _usage_error(name)
     else:
         value = kwargs
     try:
         return _input_json(value)
     except (TypeError, ValueError, RecursionError) as error:
-        raise ToolError(f"{name}: arguments are not JSON: {error}", "invalid_input", name) from None
+        raise _not_json(name, error) from None
+
+
+if "_call_value" not in globals():
+
+    def _call_value(name, value):
+        try:
+            input_json = _input_json(value)
+        except (TypeError, ValueError, RecursionError) as error:
+            return -1, str(error)
+        status, payload = _call_one(name, input_json)
+        return (0, _from_json(payload)) if status == 0 else (status, payload)
 
 
 def call(name, args=None, /, **kwargs):
@@ -71,7 +93,14 @@ def call(name, args=None, /, **kwargs):
         args = kwargs
     elif kwargs:
         raise TypeError("tools.call() takes a dict or keyword arguments, not both")
-    status, payload = _call_one(name, _encode_input(name, (args,), {}))
+    if not isinstance(args, dict):
+        raise _usage_error(name)
+    # One step through the door (encode, call, decode): a loop of calls is the hot path.
+    status, payload = _call_value(name, args)
+    if status == 0:
+        return payload
+    if status < 0:
+        raise _not_json(name, payload)
     return _decode(name, status, payload)
 
 

@@ -151,7 +151,7 @@ cordon_guest::export_guest!(Python);
 mod _cordon {
     use cordon_guest::abi::{CallResult, STREAM_STDERR, STREAM_STDOUT};
     use rustpython_vm::{
-        PyObjectRef, PyResult, VirtualMachine, builtins::PyStrRef, function::ArgBytesLike,
+        AsObject, PyObjectRef, PyResult, VirtualMachine, builtins::PyStrRef, function::ArgBytesLike,
     };
 
     fn status(result: CallResult) -> (u8, String) {
@@ -176,6 +176,42 @@ mod _cordon {
             &name.to_string_lossy(),
             &input.to_string_lossy(),
         ))
+    }
+
+    /// `call_value(name, value) -> (status, payload)`: `tools.call` in one native step —
+    /// the value encoded, the call made, a success decoded: `(0, value)`, a failure
+    /// `(kind code, message)`, a value that is not JSON `(-1, reason)` (the errors the
+    /// encoder raises for that; any other exception propagates).
+    #[pyfunction]
+    fn call_value(
+        name: PyStrRef,
+        value: PyObjectRef,
+        vm: &VirtualMachine,
+    ) -> PyResult<(i32, PyObjectRef)> {
+        let input = match crate::json::encode(vm, &value) {
+            Ok(input) => input,
+            Err(error) => {
+                let exceptions = &vm.ctx.exceptions;
+                let not_json = [
+                    exceptions.type_error,
+                    exceptions.value_error,
+                    exceptions.recursion_error,
+                ]
+                .iter()
+                .any(|class| error.fast_isinstance(class));
+                if !not_json {
+                    return Err(error);
+                }
+                return Ok((-1, error.as_object().str(vm)?.into()));
+            }
+        };
+        match cordon_guest::call(&name.to_string_lossy(), &input) {
+            Ok(json) => Ok((0, crate::json::decode(vm, &json)?)),
+            Err(failure) => Ok((
+                i32::from(failure.kind.code()),
+                vm.ctx.new_str(failure.message).into(),
+            )),
+        }
     }
 
     /// `call_batch(names, inputs) -> [(status, payload)]`: calls awaited together.

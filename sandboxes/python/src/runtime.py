@@ -146,13 +146,14 @@ import random as _random
 
 # ---------------------------------------------------------------------------------------
 # Tool calls through the native bridge (the contract's `_input_json`, `_from_json`,
-# `_call_one`, `_call_batch`; the contract is guest-sdk/python/contract.py, which ends
-# this source)
+# `_call_one`, `_call_batch`, `_call_value`; the contract is guest-sdk/python/contract.py,
+# which ends this source)
 
 _to_json = _cordon.encode
 _from_json = _cordon.decode
 _input_json = _cordon.encode
 _call_one = _cordon.call
+_call_value = _cordon.call_value
 
 
 def _call_batch(calls):

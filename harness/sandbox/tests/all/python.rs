@@ -170,6 +170,77 @@ kinds
 }
 
 #[tokio::test]
+async fn tools_call_says_what_is_wrong_with_its_arguments_and_results() {
+    let tools = tools(json!([
+        static_tool("echo", json!({"ok": [1, 2.5, "x", null]})),
+        {"name": "typed", "input_schema": {"type": "object", "required": ["n"]},
+         "handler": {"kind": "static", "result": 1}}
+    ]));
+    let code = r#"
+seen = [tools.call("echo", {"a": 1}), tools.call("echo", a=1), tools.call("echo")]
+def outcome(thunk):
+    try:
+        return ["value", thunk()]
+    except ToolError as error:
+        return [error.kind, error.tool, str(error)]
+    except TypeError as error:
+        return ["TypeError", str(error)]
+seen.append(outcome(lambda: tools.call("echo", {"when": object()})))
+seen.append(outcome(lambda: tools.call("echo", {"n": float("nan")})))
+seen.append(outcome(lambda: tools.call("echo", [1, 2])))
+seen.append(outcome(lambda: tools.call("echo", {"a": 1}, b=2)))
+seen.append(outcome(lambda: tools.call(7, {})))
+seen.append(outcome(lambda: tools.call("typed", {})))
+seen.append(outcome(lambda: tools.call("missing", {})))
+seen
+"#;
+    let result = completed(python_with(code, tools).await);
+    let seen = result.result.as_array().expect("a list").clone();
+    let ok = json!({"ok": [1, 2.5, "x", null]});
+    assert_eq!(seen[..3], [ok.clone(), ok.clone(), ok]);
+    for (index, (kind, needle)) in [
+        ("invalid_input", "echo: arguments are not JSON: "),
+        ("invalid_input", "echo: arguments are not JSON: "),
+        (
+            "TypeError",
+            "echo() takes keyword arguments or a single dict",
+        ),
+        ("TypeError", "not both"),
+        ("TypeError", "tool name as a string"),
+        ("invalid_input", "typed: "),
+        ("unknown_tool", "missing: unknown tool"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let got = &seen[3 + index];
+        assert_eq!(got[0], kind, "{got}");
+        let text = got
+            .as_array()
+            .and_then(|parts| parts.last())
+            .and_then(|t| t.as_str());
+        assert!(
+            text.is_some_and(|t| t.starts_with(needle) || t.contains(needle)),
+            "{got}"
+        );
+        if kind != "TypeError" {
+            assert_eq!(
+                got[1],
+                got[2].as_str().unwrap().split(':').next().unwrap(),
+                "{got}"
+            );
+        }
+    }
+    // Calls refused before they ran are recorded; arguments that never became JSON are not.
+    let names: Vec<&str> = result
+        .tool_calls
+        .iter()
+        .map(|call| call.name.as_str())
+        .collect();
+    assert_eq!(names, ["echo", "echo", "echo", "typed", "missing"]);
+}
+
+#[tokio::test]
 async fn asyncio_run_gather_and_sleep_work() {
     let tools = tools(json!([static_tool("echo", json!("pong"))]));
     let code = r#"
