@@ -1,7 +1,8 @@
 //! Sandbox benchmarks (issue: programmatic tool calling). Run with
 //! `cargo bench -p cordon-benches --bench sandbox`; numbers go to docs/benchmarks.md.
 //! `CORDON_BENCH_LANG=python-lite|javascript` (RustPython and QuickJS; the CPython guest has
-//! `benches/cpython.rs`) and `CORDON_BENCH_CASES=fresh,calls,…` pick a part.
+//! `benches/cpython.rs`) and `CORDON_BENCH_CASES=fresh,calls,…` pick a part;
+//! `CORDON_BENCH_CODE=…` runs a program of one's own instead.
 
 #![allow(
     clippy::expect_used,
@@ -207,6 +208,14 @@ fn main() {
                     "function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2) }\nfib(15)",
                 ),
             };
+            if let Ok(code) = std::env::var("CORDON_BENCH_CODE") {
+                // A program of one's own (with the `lookup` tool), e.g. to time parts of
+                // the guest runtime from inside.
+                let request = ExecutionRequest::new(language, code, lookup_tools());
+                let result = sandbox.execute(request).wait().await;
+                println!("{}{}{}", result.stdout, result.stderr, result.result);
+                continue;
+            }
             if wanted("fresh") {
                 fresh_instance(&sandbox, language, hello).await;
             }
