@@ -56,7 +56,7 @@ def _usage_error(name):
     )
 
 
-def _not_json(name, reason):
+def _args_not_json(name, reason):
     return ToolError(f"{name}: arguments are not JSON: {reason}", "invalid_input", name)
 
 
@@ -71,7 +71,7 @@ def _encode_input(name, args, kwargs):
     try:
         return _input_json(value)
     except (TypeError, ValueError, RecursionError) as error:
-        raise _not_json(name, error) from None
+        raise _args_not_json(name, error) from None
 
 
 if "_call_value" not in globals():
@@ -100,7 +100,7 @@ def call(name, args=None, /, **kwargs):
     if status == 0:
         return payload
     if status < 0:
-        raise _not_json(name, payload)
+        raise _args_not_json(name, payload)
     return _decode(name, status, payload)
 
 

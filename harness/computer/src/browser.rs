@@ -2080,7 +2080,9 @@ impl BrowserSession {
             return Ok(None);
         };
         // The stop and the frame's acknowledgement travel together: one round trip to the
-        // browser instead of two, on every step.
+        // browser instead of two, on every step. The stop must reach the browser first (an
+        // ack before it could let another frame be drawn for this screencast): `join` polls
+        // its first future first, and a command is queued on its first poll.
         let (stopped, _acked) = futures::future::join(
             self.page.execute(StopScreencastParams::default()),
             self.page

@@ -36,7 +36,7 @@ use cordon_guest::abi::{CallResult, ToolErrorKind, ToolFailure};
 use cordon_protocol::execution::{
     Caller, ClientToolResult, Decision, ExecutionEvent, Limits, ToolCallRecord,
 };
-use cordon_protocol::tool::{Locus, Policy};
+use cordon_protocol::tool::{HandlerSpec, Locus, Policy};
 use futures::StreamExt;
 use futures::future::join_all;
 use serde_json::{Value, json};
@@ -421,6 +421,15 @@ fn failure(kind: ToolErrorKind, message: String) -> ToolFailure {
     ToolFailure { kind, message }
 }
 
+/// The declared result of the slot's static tool (what a handler output of `None` stands
+/// for), cloned for an event.
+fn static_result(slot: &Slot<'_>) -> Value {
+    match slot.tool.map(|tool| &tool.declaration.handler) {
+        Some(HandlerSpec::Static { result }) => result.clone(),
+        _ => Value::Null,
+    }
+}
+
 /// Sends a running call's `tool.call`.
 fn announce(ctx: &CallContext, slot: &Slot<'_>, locus: Locus) {
     ctx.events.emit_with(|| ExecutionEvent::ToolCall {
@@ -487,7 +496,7 @@ fn emit_result(
             ctx.events.emit_with(|| ExecutionEvent::ToolResult {
                 id: slot.id.clone(),
                 name: slot.name.clone(),
-                output: output.unwrap_or_else(|| serde_json::from_str(&text).unwrap_or_default()),
+                output: output.unwrap_or_else(|| static_result(slot)),
                 is_error: false,
                 duration_us,
             });

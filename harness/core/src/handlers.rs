@@ -61,8 +61,8 @@ impl HttpClient {
 }
 
 /// A successful handler result: the value (for events) and its JSON text (for the guest).
-/// `None` stands for the value of the text, built only if an event needs it: a static
-/// result would otherwise be cloned on every call for a listener that may not exist.
+/// `None` stands for the tool's declared static result, cloned only if an event needs it:
+/// it would otherwise be cloned on every call for a listener that may not exist.
 pub(crate) type HostOutput = (Option<Value>, String);
 
 fn failed(message: String) -> ToolFailure {

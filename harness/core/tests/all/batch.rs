@@ -291,8 +291,12 @@ async fn a_single_host_call_sends_its_call_and_result_and_records_itself() {
             other => panic!("expected tool.result, got {other:?}"),
         }
     }
-    // A call that is refused before it runs still takes the batch's path and says why.
+    // A call that is refused before it runs is answered, never announced as running.
     let call = crate::common::call_one(&d, &rec.ctx, "typed", json!({})).await;
+    assert_eq!(
+        rec.drain().iter().map(label).collect::<Vec<_>>(),
+        [format!("tool.result {}", call.record.id)]
+    );
     assert_eq!(
         call.result.map_err(|failure| failure.kind),
         Err(ToolErrorKind::InvalidInput)

@@ -153,6 +153,41 @@ async fn approval_broker_parks_until_resolved() {
 }
 
 #[tokio::test]
+async fn one_approved_call_runs_and_carries_the_time_it_waited() {
+    let broker = ApprovalBroker::new(Duration::from_secs(600));
+    let (d, mut rec) = with_approver(broker.clone());
+    let ctx = rec.ctx.clone();
+    let task = tokio::spawn(async move { call_one(&d, &ctx, "send_email", json!({})).await });
+    let approval_id = rec
+        .wait_for(|event| match event {
+            ExecutionEvent::ApprovalRequired { approval_id, .. } => Some(approval_id.clone()),
+            _ => None,
+        })
+        .await;
+    while broker.pending().is_empty() {
+        tokio::task::yield_now().await;
+    }
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    broker.resolve(&approval_id, Decision::Approve).unwrap();
+    let call = task.await.unwrap();
+    assert_eq!(call.result, Ok("\"sent\"".into()));
+    assert!(
+        call.suspended >= Duration::from_millis(30),
+        "{:?}",
+        call.suspended
+    );
+    // After the approval: the call runs, announced and answered like any other.
+    let after: Vec<String> = rec.drain().iter().map(label).collect();
+    assert_eq!(
+        after,
+        [
+            format!("tool.call {}", call.record.id),
+            format!("tool.result {}", call.record.id)
+        ]
+    );
+}
+
+#[tokio::test]
 async fn unanswered_approvals_are_denied_after_the_timeout() {
     let broker = ApprovalBroker::new(Duration::from_millis(20));
     let (d, rec) = with_approver(broker.clone());
