@@ -2086,7 +2086,7 @@ impl BrowserSession {
         let (stopped, _acked) = futures::future::join(
             self.page.execute(StopScreencastParams::default()),
             self.page
-                .execute(ScreencastFrameAckParams::new(frame.session_id.clone())),
+                .execute(ScreencastFrameAckParams::new(frame.session_id)),
         )
         .await;
         stopped.map_err(cdp)?;
