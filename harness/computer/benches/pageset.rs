@@ -1,5 +1,6 @@
 //! Steps over the MiniWoB-style page set in `benches/pages` (a script-animated dialog, an
-//! autocomplete with a delayed sliding menu, CSS transitions, endless motion): per page,
+//! autocomplete with a delayed sliding menu, CSS transitions, endless motion, and — when
+//! `benches/peers` has its npm packages — a real jQuery UI dialog and autocomplete): per page,
 //! the step time (p50, p99, max), how each step's settling ended, and how many steps took
 //! longer than the session's settle timeout + 100 ms (target: none). A plain binary
 //! (`harness = false`): `cargo bench -p cordon-computer --bench pageset`; `BENCH_ROUNDS`
@@ -20,7 +21,35 @@ use std::path::PathBuf;
 use std::time::Instant;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-/// Serves `benches/pages/NAME` on 127.0.0.1.
+/// Where the jQuery UI pages' libraries are installed (`npm install` in `benches/peers`).
+fn vendor_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../benches/peers/node_modules")
+}
+
+/// The file a request path names: `NAME.html` from `dir`, or `/vendor/jquery…/…` (`.js`,
+/// `.css`, `.png`) from [`vendor_dir`]; with its content type.
+fn resolve(dir: &std::path::Path, path: &str) -> Option<(PathBuf, &'static str)> {
+    let name = path.trim_start_matches('/');
+    if name.contains("..") {
+        return None;
+    }
+    if let Some(rest) = name.strip_prefix("vendor/") {
+        if !(rest.starts_with("jquery/") || rest.starts_with("jquery-ui/")) {
+            return None;
+        }
+        let kind = match rest.rsplit('.').next() {
+            Some("js") => "text/javascript",
+            Some("css") => "text/css",
+            Some("png") => "image/png",
+            _ => return None,
+        };
+        return Some((vendor_dir().join(rest), kind));
+    }
+    name.ends_with(".html")
+        .then(|| (dir.join(name), "text/html"))
+}
+
+/// Serves `benches/pages/NAME` (and the jQuery UI pages' libraries) on 127.0.0.1.
 async fn serve(dir: PathBuf) -> String {
     let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = l.local_addr().unwrap();
@@ -32,13 +61,14 @@ async fn serve(dir: PathBuf) -> String {
                 let n = s.read(&mut b).await.unwrap_or(0);
                 let req = String::from_utf8_lossy(&b[..n]);
                 let path = req.split_whitespace().nth(1).unwrap_or("/").to_owned();
-                let name = path.trim_start_matches('/');
-                let (status, body) = match std::fs::read(dir.join(name)) {
-                    Ok(body) if !name.contains("..") && name.ends_with(".html") => ("200 OK", body),
-                    _ => ("404 Not Found", Vec::new()),
+                let found = resolve(&dir, &path)
+                    .and_then(|(file, kind)| Some((std::fs::read(file).ok()?, kind)));
+                let (status, body, kind) = match found {
+                    Some((body, kind)) => ("200 OK", body, kind),
+                    None => ("404 Not Found", Vec::new(), "text/plain"),
                 };
                 let head = format!(
-                    "HTTP/1.1 {status}\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
                     body.len()
                 );
                 let _ = s.write_all(head.as_bytes()).await;
@@ -75,6 +105,14 @@ fn script(page: &str) -> Vec<Value> {
             click(760, 96),
             click(760, 136),
         ],
+        "jqui-dialog.html" => vec![click(160, 104), click(616, 368)],
+        "jqui-autocomplete.html" => vec![
+            click(200, 92),
+            json!({"action": "key", "text": "ctrl+a"}),
+            json!({"action": "type", "text": "A"}),
+            json!({"action": "screenshot"}),
+            click(160, 118),
+        ],
         _ => vec![
             click(160, 184),
             click(200, 254),
@@ -98,12 +136,24 @@ async fn main() {
     let limit = DEFAULT_SETTLE_TIMEOUT.as_secs_f64() * 1000.0 + 100.0;
     let mut worst = 0.0f64;
     let mut over_all = 0;
-    for page in [
+    let mut pages = vec![
         "dialog.html",
         "autocomplete.html",
         "transitions.html",
         "endless.html",
-    ] {
+    ];
+    if vendor_dir()
+        .join("jquery-ui/dist/jquery-ui.min.js")
+        .is_file()
+    {
+        pages.extend(["jqui-dialog.html", "jqui-autocomplete.html"]);
+    } else {
+        println!(
+            "jQuery UI pages skipped: jQuery and jQuery UI are not installed \
+             (cd benches/peers && npm install)"
+        );
+    }
+    for page in pages {
         let mut o = SessionOptions::default();
         o.viewport = Size::new(1280, 800);
         o.display = DisplaySpec::Fixed {
@@ -137,7 +187,12 @@ async fn main() {
                     SettleEnd::Quiet => quiet += 1,
                     SettleEnd::Stable => stable += 1,
                     SettleEnd::Moving => moving += 1,
-                    _ => timeout += 1,
+                    _ => {
+                        timeout += 1;
+                        // Which step waited to the bound, to look into.
+                        let ms = times.last().copied().unwrap_or_default();
+                        println!("  {page}: {action} settled by timeout ({ms:.1} ms)");
+                    }
                 }
             }
         }
