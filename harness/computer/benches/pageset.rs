@@ -88,17 +88,23 @@ fn click(x: i64, y: i64) -> Value {
     json!({"action": "left_click", "coordinate": [x, y]})
 }
 
+/// An autocomplete round: click the field at `field`, replace its text with "A", look, and
+/// pick the suggestion at `pick`.
+fn autocomplete((x, y): (i64, i64), pick: (i64, i64)) -> Vec<Value> {
+    vec![
+        click(x, y),
+        json!({"action": "key", "text": "ctrl+a"}),
+        json!({"action": "type", "text": "A"}),
+        json!({"action": "screenshot"}),
+        click(pick.0, pick.1),
+    ]
+}
+
 /// One round of each page's script, in model pixels (1024×640 over 1280×800 CSS px).
 fn script(page: &str) -> Vec<Value> {
     match page {
         "dialog.html" => vec![click(160, 104), click(616, 360)],
-        "autocomplete.html" => vec![
-            click(200, 94),
-            json!({"action": "key", "text": "ctrl+a"}),
-            json!({"action": "type", "text": "A"}),
-            json!({"action": "screenshot"}),
-            click(200, 125),
-        ],
+        "autocomplete.html" => autocomplete((200, 94), (200, 125)),
         "transitions.html" => vec![
             click(276, 50),
             click(140, 50),
@@ -106,13 +112,7 @@ fn script(page: &str) -> Vec<Value> {
             click(760, 136),
         ],
         "jqui-dialog.html" => vec![click(160, 104), click(616, 368)],
-        "jqui-autocomplete.html" => vec![
-            click(200, 92),
-            json!({"action": "key", "text": "ctrl+a"}),
-            json!({"action": "type", "text": "A"}),
-            json!({"action": "screenshot"}),
-            click(160, 118),
-        ],
+        "jqui-autocomplete.html" => autocomplete((200, 92), (160, 118)),
         _ => vec![
             click(160, 184),
             click(200, 254),
