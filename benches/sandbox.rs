@@ -213,7 +213,11 @@ fn main() {
                 // the guest runtime from inside.
                 let request = ExecutionRequest::new(language, code, lookup_tools());
                 let result = sandbox.execute(request).wait().await;
-                println!("{}{}{}", result.stdout, result.stderr, result.result);
+                let ended = match &result.error {
+                    Some(error) => format!("{}: {}", error.error_type, error.message),
+                    None => result.result.to_string(),
+                };
+                println!("{}{}{ended}", result.stdout, result.stderr);
                 continue;
             }
             if wanted("fresh") {

@@ -205,13 +205,13 @@ mod _cordon {
                 return Ok((-1, error.as_object().str(vm)?.into()));
             }
         };
-        match cordon_guest::call(&name.to_string_lossy(), &input) {
-            Ok(json) => Ok((0, crate::json::decode(vm, &json)?)),
-            Err(failure) => Ok((
-                i32::from(failure.kind.code()),
-                vm.ctx.new_str(failure.message).into(),
-            )),
-        }
+        let (code, payload) = status(cordon_guest::call(&name.to_string_lossy(), &input));
+        let payload = if code == 0 {
+            crate::json::decode(vm, &payload)?
+        } else {
+            vm.ctx.new_str(payload).into()
+        };
+        Ok((i32::from(code), payload))
     }
 
     /// `call_batch(names, inputs) -> [(status, payload)]`: calls awaited together.
