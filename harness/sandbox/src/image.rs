@@ -52,6 +52,8 @@ pub(crate) struct GuestImage {
     pub(crate) pre: InstancePre<HostState>,
     /// How executions enter the guest.
     pub(crate) kind: GuestKind,
+    /// An instance made ahead of the next fresh execution.
+    pub(crate) spare: crate::driver::Spare,
 }
 
 /// How a guest is entered, and what its instances need besides the store.
@@ -206,6 +208,8 @@ pub(crate) async fn load(
     Ok(GuestImage {
         pre,
         kind: GuestKind::Bridge,
+        // The JavaScript engine keeps its slots' pages resident: no faults to save.
+        spare: crate::driver::Spare::new(language != Language::Javascript),
     })
 }
 

@@ -42,6 +42,7 @@ mod driver;
 mod host;
 mod image;
 mod meter;
+mod pages;
 mod wasi_fs;
 mod workspace;
 
@@ -242,11 +243,11 @@ pub(crate) fn engine_config(pool: PoolingAllocationConfig) -> Config {
 /// returned memory slot are reset in place instead of unmapped (0: all unmapped).
 fn engine(config: &SandboxConfig, keep_resident: usize) -> Result<Engine, SandboxError> {
     let mut pool = pool_config(config, 4 << 20);
+    pool.table_keep_resident(KEEP_RESIDENT_TABLE)
+        .max_unused_warm_slots(MAX_WARM_SLOTS);
     if keep_resident > 0 {
         pool.pagemap_scan(Enabled::Auto)
-            .linear_memory_keep_resident(keep_resident)
-            .table_keep_resident(KEEP_RESIDENT_TABLE)
-            .max_unused_warm_slots(MAX_WARM_SLOTS);
+            .linear_memory_keep_resident(keep_resident);
     }
     let mut wasm = engine_config(pool);
     // The build has GC support for the CPython guest's exceptions (its own engine); these
@@ -278,7 +279,7 @@ impl Sandbox {
             }),
         };
         for language in &config.preload {
-            sandbox.image(*language).await?;
+            sandbox.prepare(*language).await?;
         }
         Ok(sandbox)
     }
@@ -365,9 +366,12 @@ impl Sandbox {
         Ok((engine, linker))
     }
 
-    /// Makes sure the image for `language` is loaded (useful before timing anything).
+    /// Makes sure the image for `language` is loaded and an instance of it is ready for
+    /// the first execution (useful before timing anything).
     pub async fn prepare(&self, language: Language) -> Result<(), SandboxError> {
-        self.image(language).await.map(|_| ())
+        let image = self.image(language).await?;
+        driver::make_spare(self, &image).await;
+        Ok(())
     }
 
     /// Runs code in a fresh instance. Must be called within a tokio runtime.

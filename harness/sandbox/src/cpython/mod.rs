@@ -90,7 +90,13 @@ fn fail(what: &str) -> impl FnOnce(wasmtime::Error) -> SandboxError + '_ {
 /// compiled code and instance pool exactly as they were.
 pub(crate) fn engine(config: &SandboxConfig) -> Result<Engine, SandboxError> {
     let mut pool = crate::pool_config(config, MAX_INSTANCE_SIZE);
-    pool.total_gc_heaps(config.max_instances.max(1));
+    // An instance's GC heap (its exceptions live there) takes a memory slot besides its
+    // linear memory, and its runtime's calls back into the guest run on a second fiber
+    // stack: with one of each per instance, a pool of one could not run CPython at all.
+    let count = config.max_instances.max(1);
+    pool.total_gc_heaps(count)
+        .total_memories(count.saturating_mul(2))
+        .total_stacks(count.saturating_mul(2));
     let mut wasm = crate::engine_config(pool);
     wasm.wasm_exceptions(true);
     Engine::new(&wasm).map_err(crate::engine_error)
@@ -246,6 +252,7 @@ pub(crate) async fn load(
     Ok(GuestImage {
         pre,
         kind: GuestKind::Cpython { mounts },
+        spare: crate::driver::Spare::new(true),
     })
 }
 

@@ -123,6 +123,38 @@ async fn fresh_instances_draw_different_random_numbers() {
 }
 
 #[tokio::test]
+async fn back_to_back_executions_in_a_pool_of_one_share_it_with_the_instance_made_ahead() {
+    // Between executions the pool's only slot holds the instance made ahead for the next
+    // one: every execution must still get an instance, and find it as fresh as a new one.
+    let language = python_language();
+    let sandbox = cordon_sandbox::Sandbox::new(
+        cordon_sandbox::SandboxConfig::default()
+            .preload(vec![language])
+            .max_instances(1),
+    )
+    .await
+    .expect("the sandbox starts");
+    for round in 0..30 {
+        let code = format!("assert 'seen' not in globals()\nseen = {round}\nseen + 1");
+        let request = cordon_sandbox::ExecutionRequest::new(language, code, no_tools());
+        let result = sandbox.execute(request).wait().await;
+        assert_eq!(
+            result.status,
+            cordon_protocol::execution::ExecutionStatus::Completed,
+            "round {round}: {result:#?}"
+        );
+        assert_eq!(result.result, json!(round + 1));
+    }
+    // A session takes the instance made ahead too, and keeps it.
+    let session = sandbox.session(cordon_sandbox::SessionSpec::new(language, no_tools()));
+    completed(session.execute("kept = 5").wait().await);
+    assert_eq!(
+        completed(session.execute("kept + 1").wait().await).result,
+        json!(6)
+    );
+}
+
+#[tokio::test]
 async fn tools_are_global_async_functions_and_a_module() {
     let tools = tools(json!([static_tool("get_weather", json!({"temp_c": 21}))]));
     let code = r#"
