@@ -68,6 +68,12 @@ use xvfb::{Program, Xvfb};
 const TICK: Duration = Duration::from_millis(1);
 /// Idle polls in a row that count as settled.
 const IDLE_POLLS: u32 = 2;
+/// Idle polls in a row before enigo may rebind a keycode. Two were not always enough under
+/// load: both looks can fall before a terminal is woken for the presses already sent, and
+/// the press then reads the rebound keysym (3 of 218 characters lost in 1 of 6 loaded test
+/// runs). A drain happens only when a text outruns the spare keycodes, so the few
+/// milliseconds more cost little.
+const DRAIN_IDLE_POLLS: u32 = 6;
 /// The most wheel notches one scroll sends (each is an XTEST press and release, so a
 /// `scroll_amount` of four billion would otherwise keep the step busy for hours).
 const MAX_NOTCHES: f64 = 100.0;
@@ -535,13 +541,13 @@ impl DesktopSession {
         Ok(())
     }
 
-    /// Waits until the X server and the programs have read their input (idle twice in a
-    /// row), without the settle rules about drawing; for typing that must let clients
-    /// catch up before enigo rebinds a keycode.
+    /// Waits until the X server and the programs have read their input (idle
+    /// [`DRAIN_IDLE_POLLS`] times in a row), without the settle rules about drawing; for
+    /// typing that must let clients catch up before enigo rebinds a keycode.
     async fn drain_clients(&mut self) -> Result<()> {
         let until = Instant::now() + self.opts.settle_cap;
         let mut idle = 0;
-        while idle < IDLE_POLLS && Instant::now() < until {
+        while idle < DRAIN_IDLE_POLLS && Instant::now() < until {
             self.check_server()?;
             idle = if self.all_idle() { idle + 1 } else { 0 };
             tokio::time::sleep(TICK).await;
