@@ -122,9 +122,9 @@ pub(crate) async fn run_fresh(sandbox: Sandbox, job: Job) {
             let returning = Returning::start(&sandbox.shared.returning);
             finish(job, result);
             // The next spare first (in another slot), then what this run touched (for the
-            // spare after it), then this slot's reset: an execution waiting for the spare
-            // waits for neither. A pool with no other free slot gets its spare after the
-            // reset.
+            // spare after it), then this slot's reset: the spare is ready that much sooner
+            // for an execution that comes at once. A pool with no other free slot gets its
+            // spare after the reset.
             image.spare.refill(&image).await;
             image.spare.learn(&live);
             drop(live);
@@ -245,7 +245,8 @@ impl std::fmt::Debug for Spare {
     }
 }
 
-/// Makes `image`'s spare instance if it has none (before a first execution).
+/// Makes `image`'s spare instance if it has none (before a first execution, and after a
+/// session took it), counted as a slot being returned while it is made.
 pub(crate) async fn make_spare(sandbox: &Sandbox, image: &GuestImage) {
     let returning = Returning::start(&sandbox.shared.returning);
     image.spare.refill(image).await;
