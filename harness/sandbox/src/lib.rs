@@ -165,10 +165,11 @@ const WASM_STACK: usize = 16 << 20;
 /// stay "written" for the scan, so the copy grows past what the faults cost (measured:
 /// 0.9 ms → 1.1 ms at 4 MiB, 2.7 ms at 16 MiB).
 const KEEP_RESIDENT_JAVASCRIPT: usize = 4 << 20;
-/// The same for tables (the guests' function tables are a few hundred KiB).
+/// The same for tables, in both guests' engine (the function tables are a few hundred
+/// KiB; RustPython's lazily filled table faulted ~30 pages per fresh run when unmapped).
 const KEEP_RESIDENT_TABLE: usize = 1 << 20;
 /// Unused slots that keep their resident pages (and image mapping): bounds what idle slots
-/// hold to `MAX_WARM_SLOTS × KEEP_RESIDENT_JAVASCRIPT`.
+/// hold to `MAX_WARM_SLOTS × (KEEP_RESIDENT_JAVASCRIPT + KEEP_RESIDENT_TABLE)`.
 const MAX_WARM_SLOTS: u32 = 32;
 /// Epoch tick: the granularity of CPU/wall limits and of yielding to other executions.
 const EPOCH_TICK: Duration = Duration::from_millis(5);
@@ -240,7 +241,8 @@ pub(crate) fn engine_config(pool: PoolingAllocationConfig) -> Config {
 }
 
 /// An engine for the RustPython and JavaScript guests. `keep_resident` bytes of each
-/// returned memory slot are reset in place instead of unmapped (0: all unmapped).
+/// returned memory slot are reset in place instead of unmapped (0: all unmapped); tables
+/// always keep theirs.
 fn engine(config: &SandboxConfig, keep_resident: usize) -> Result<Engine, SandboxError> {
     let mut pool = pool_config(config, 4 << 20);
     pool.table_keep_resident(KEEP_RESIDENT_TABLE)
