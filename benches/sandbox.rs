@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use cordon_benches::{fmt, lookup_tools, minor_faults, resident_bytes, summarize};
 use cordon_protocol::execution::{ExecutionStatus, Language, Limits};
-use cordon_sandbox::{ExecutionRequest, Sandbox, SandboxConfig, SessionSpec};
+use cordon_sandbox::{ExecutionRequest, Sandbox, SandboxConfig, Session, SessionSpec};
 
 async fn run(sandbox: &Sandbox, language: Language, code: &str) -> Duration {
     // The dispatcher (tool registry, compiled schemas) is built before the clock starts: a
@@ -59,22 +59,55 @@ async fn fresh_instance(sandbox: &Sandbox, language: Language, code: &str) {
     }
 }
 
+async fn in_session(session: &Session, code: &str) -> Duration {
+    let started = Instant::now();
+    let result = session.execute(code).wait().await;
+    let elapsed = started.elapsed();
+    assert_eq!(result.status, ExecutionStatus::Completed, "{result:?}");
+    elapsed
+}
+
+/// An execution in a live session (no instance to make): what a session's step costs,
+/// and the floor under a fresh instance's run of the same code.
+async fn session_step(sandbox: &Sandbox, language: Language, code: &str) {
+    let session = sandbox.session(SessionSpec::new(language, lookup_tools()));
+    for _ in 0..200 {
+        in_session(&session, code).await;
+    }
+    let mut samples = Vec::new();
+    for _ in 0..2000 {
+        samples.push(in_session(&session, code).await);
+    }
+    let s = summarize(&mut samples);
+    println!(
+        "execution in a live session `{code}` ({}): p50 {}  p99 {}  (n={})",
+        language.as_str(),
+        fmt(s.p50),
+        fmt(s.p99),
+        s.count
+    );
+}
+
 async fn tool_calls(sandbox: &Sandbox, language: Language, with_calls: &str, without: &str) {
-    // Warm up first: the first runs grow the pool's memory and the allocator's caches.
+    // Both loops run in one live session: a fresh instance's making (and whether the one
+    // made ahead was ready) would otherwise differ between the two runs of a pair and
+    // land in the difference.
+    let session = sandbox.session(SessionSpec::new(language, lookup_tools()));
+    // Warm up first: the first runs grow the instance's memory and the allocator's caches.
     for _ in 0..10 {
-        run(sandbox, language, with_calls).await;
+        in_session(&session, with_calls).await;
     }
     // A run takes a few milliseconds, so many of them are needed for a steady median.
     let runs = 200;
     let mut per_call = Vec::new();
     for _ in 0..runs {
-        let a = run(sandbox, language, with_calls).await;
-        let b = run(sandbox, language, without).await;
+        let a = in_session(&session, with_calls).await;
+        let b = in_session(&session, without).await;
         per_call.push(a.saturating_sub(b) / 1000);
     }
     let s = summarize(&mut per_call);
     println!(
-        "1000 schema-checked static tool calls ({}): {} per call (median of {runs} runs)",
+        "1000 schema-checked static tool calls ({}): {} per call (median of {runs} runs, one session)",
         language.as_str(),
         fmt(s.p50)
     );
@@ -177,7 +210,7 @@ async fn concurrent(sandbox: &Sandbox, language: Language, code: &'static str) {
 }
 
 /// Whether a case runs: all of them unless `CORDON_BENCH_CASES` lists some (comma-separated:
-/// dispatch, fresh, calls, sessions, concurrent, start).
+/// dispatch, fresh, session, calls, sessions, concurrent, start).
 fn wanted(case: &str) -> bool {
     std::env::var("CORDON_BENCH_CASES")
         .map(|cases| cases.split(',').any(|wanted| wanted.trim() == case))
@@ -234,6 +267,9 @@ fn main() {
             }
             if wanted("fresh") {
                 fresh_instance(&sandbox, language, hello).await;
+            }
+            if wanted("session") {
+                session_step(&sandbox, language, hello).await;
             }
             if wanted("calls") {
                 tool_calls(&sandbox, language, loop_calls, loop_empty).await;

@@ -62,6 +62,7 @@ use cordon_protocol::execution::{
 use tokio::sync::{mpsc, oneshot};
 use wasmtime::{
     Config, Enabled, Engine, InstanceAllocationStrategy, Linker, PoolingAllocationConfig,
+    ProfilingStrategy,
 };
 
 pub use image::default_cache_dir;
@@ -237,6 +238,11 @@ pub(crate) fn engine_config(pool: PoolingAllocationConfig) -> Config {
         .async_stack_size(WASM_STACK + (1 << 20))
         .memory_init_cow(true)
         .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    // `perf record` shows guest functions by name only with a map of the compiled code
+    // (`/tmp/perf-<pid>.map`); written when asked for, since it costs at every image load.
+    if std::env::var_os("CORDON_PERF_MAP").is_some() {
+        wasm.profiler(ProfilingStrategy::PerfMap);
+    }
     wasm
 }
 
