@@ -66,6 +66,8 @@ struct Hooks {
     call_site: Saved<Function<'static>>,
     tool_error: Saved<Function<'static>>,
     tools: Saved<Object<'static>>,
+    /// The realm's plain objects and arrays, for writing tool arguments directly.
+    ordinary: crate::json::Ordinary,
     /// Globals that exist before any code runs; a tool never replaces one of them.
     intrinsics: HashSet<String>,
 }
@@ -274,6 +276,11 @@ impl Bridge {
         if !value.is_object() || value.is_array() || value.is_function() {
             return Err(usage());
         }
+        // Plain data (nearly every call) is written directly, without JSON.stringify's
+        // set-up; anything else is left to it, untouched.
+        if let Some(json) = crate::json::encode(ctx, &self.hooks.ordinary, value) {
+            return Ok(json);
+        }
         let not_json = |reason: String| {
             let message = format!("{tool}: arguments are not JSON: {reason}");
             self.tool_error(ctx, tool, "invalid_input", message, None)
@@ -344,6 +351,9 @@ impl Bridge {
         json: &str,
         site: Option<Value<'js>>,
     ) -> Result<Value<'js>, Value<'js>> {
+        if let Some(value) = crate::json::decode(ctx, json) {
+            return Ok(value);
+        }
         ctx.json_parse(json).map_err(|error| {
             let reason = exception_message(&caught(ctx, error));
             let message = format!("{tool}: the tool returned invalid JSON: {reason}");
@@ -905,6 +915,7 @@ fn load_runtime<'js>(ctx: &Ctx<'js>) -> rquickjs::Result<Hooks> {
         call_site: function("callSite")?,
         tool_error: function("ToolError")?,
         tools: Persistent::save(ctx, exports.get::<_, Object>("tools")?),
+        ordinary: crate::json::Ordinary::learn(ctx)?,
         intrinsics: intrinsics
             .into_iter()
             .chain(

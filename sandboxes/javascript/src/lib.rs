@@ -18,3 +18,5 @@
 mod fs;
 #[cfg(target_family = "wasm")]
 mod image;
+#[cfg(target_family = "wasm")]
+mod json;

@@ -260,3 +260,130 @@ async fn back_to_back_executions_in_a_pool_of_one_never_find_it_full() {
         assert_eq!(result.result, json!(round + 1));
     }
 }
+
+#[tokio::test]
+async fn arguments_reach_the_host_as_json_stringify_writes_them() {
+    // Plain data is written by the guest directly; everything else still goes through
+    // JSON.stringify. Either way the host must receive what JSON.stringify writes, and a
+    // getter must run once per call (the direct path gives up before reading anything
+    // that runs code).
+    let tools = tools(json!([static_tool("echo", json!("ok"))]));
+    let code = r#"
+let reads = 0;
+const withGetter = { a: 1, get b() { reads += 1; return 2; } };
+class Point { constructor() { this.x = 1; } }
+const deep = {};
+let cursor = deep;
+for (let i = 0; i < 40; i++) { cursor.next = { i }; cursor = cursor.next; }
+const shapes = [
+  { key: 1 }, {},
+  { s: "plain", e: "", q: "quote\" back\\ nl\n tab\t cr\r bs\b ff\f nul\u0000 us\u001f", u: "é😀\u2028\u007f" },
+  { n: [0, -0, 1, -1, 2147483647, -2147483648, 2147483648, 2.5, -0.1, 0.1 + 0.2, 1 / 3, 1e-6,
+        9.99e-7, 1e-7, 1e20, 1e21, 2 ** 53 + 2, 2 ** 60, 123.456e5, NaN, Infinity, -Infinity,
+        1.7976931348623157e308, 5e-324, -1e-300] },
+  { t: true, f: false, z: null, skipped: undefined, arr: [undefined, null, "x"] },
+  { nested: { a: [1, { b: [2, [3, { c: "d" }]] }], "": "empty key" } },
+  { b: 1, 2: "two", 1: "one", a: 2, "-1": "minus", "01": "zero one" },
+  { "k\"ey": 1, "ключ": 2, "😀": 3 },
+  { date: new Date(0) }, { point: new Point() }, { map: new Map([[1, 2]]) }, { sparse: [1, , 3] },
+  { fn: () => 1, sym: Symbol("s"), kept: 1 }, { own: { toJSON() { return "custom"; } } },
+  Object.assign(Object.create(null), { bare: 1 }),
+  withGetter, { deep },
+  JSON.parse('{"__proto__": {"p": 1}}'),
+];
+const expected = [];
+for (const shape of shapes) {
+  expected.push(JSON.parse(JSON.stringify(shape)));
+  tools.call("echo", shape);
+  await echo(shape);
+}
+// A `toJSON` on the prototype changes what every object writes.
+Object.prototype.toJSON = function () { return { replaced: true }; };
+try {
+  expected.push(JSON.parse(JSON.stringify({ key: 1 })));
+  tools.call("echo", { key: 1 });
+  await echo({ key: 1 });
+} finally {
+  delete Object.prototype.toJSON;
+}
+// A lone surrogate has no JSON the host accepts: refused, never replaced.
+const refused = [];
+for (const shape of [{ lone: "\ud800x" }, { ["\udc00"]: 1 }]) {
+  try { tools.call("echo", shape); refused.push("sent"); } catch (e) { refused.push(e.kind); }
+}
+[expected, reads, refused]
+"#;
+    let result = completed(js(code, tools, defaults()).await);
+    let expected = result.result[0]
+        .as_array()
+        .expect("a list of inputs")
+        .clone();
+    assert_eq!(result.result[1], json!(3), "each call read the getter once");
+    assert_eq!(result.result[2], json!(["invalid_input", "invalid_input"]));
+    let sent: Vec<_> = result.tool_calls.iter().map(|call| &call.input).collect();
+    assert!(sent.len() >= expected.len() * 2, "{sent:?}");
+    for (index, want) in expected.iter().enumerate() {
+        assert_eq!(sent[2 * index], want, "tools.call, shape {index}");
+        assert_eq!(sent[2 * index + 1], want, "await echo(...), shape {index}");
+    }
+    assert_eq!(expected[0], json!({"key": 1}));
+    assert_eq!(expected.last(), Some(&json!({"replaced": true})));
+}
+
+#[tokio::test]
+async fn results_arrive_as_json_parse_makes_them() {
+    // Results are built by the guest directly (JSON.parse only for what it leaves): the
+    // values, key order, property kinds and prototypes must be JSON.parse's.
+    let value = json!({
+        "text": "é😀\u{2028} \"q\" \\ / \n\t\u{1}\u{1f}",
+        "numbers": [0, 1, -1, 2147483647, 2147483648u64, -2147483649i64, 1.5, -0.25, 1e300,
+                    -1e-7, 9007199254740993u64, 18446744073709551615u64],
+        "negzero": -0.0,
+        "nested": {"a": [[], {}, [{"b": null}]], "": true, "2": false, "1": "one"},
+        "__proto__": {"polluted": true},
+    });
+    let tools = tools(json!([static_tool("shapes", value.clone())]));
+    let code = r#"
+const r = tools.call("shapes", {});
+const s = await shapes({});
+const d = Object.getOwnPropertyDescriptor(r, "text");
+[r, {
+  sameTwice: JSON.stringify(r) === JSON.stringify(s),
+  plain: Object.getPrototypeOf(r) === Object.prototype
+    && Object.getPrototypeOf(r.nested.a[2][0]) === Object.prototype,
+  arrays: Array.isArray(r.numbers) && r.numbers.length === 12 && Array.isArray(r.nested.a[0]),
+  ownProto: Object.keys(r).includes("__proto__") && ({}).polluted === undefined
+    && r.polluted === undefined,
+  negzero: Object.is(r.negzero, -0),
+  dataProperty: d.writable && d.enumerable && d.configurable && !("get" in d),
+  nestedKeys: Object.keys(r.nested),
+}]
+"#;
+    let result = completed(js(code, tools, defaults()).await);
+    let got = &result.result[0];
+    assert_eq!(got["text"], value["text"]);
+    assert_eq!(got["nested"], value["nested"]);
+    assert_eq!(got["__proto__"], value["__proto__"]);
+    assert_eq!(
+        got["numbers"],
+        json!([
+            0,
+            1,
+            -1,
+            2147483647,
+            2147483648u64,
+            -2147483649i64,
+            1.5,
+            -0.25,
+            1e300,
+            -1e-7,
+            9007199254740992u64,
+            18446744073709552000.0
+        ])
+    );
+    assert_eq!(
+        result.result[1],
+        json!({"sameTwice": true, "plain": true, "arrays": true, "ownProto": true,
+               "negzero": true, "dataProperty": true, "nestedKeys": ["1", "2", "", "a"]})
+    );
+}
