@@ -78,7 +78,13 @@ pub(crate) fn encode(ctx: &Ctx<'_>, ordinary: &Ordinary, value: &Value<'_>) -> O
     };
     // SAFETY: `value` is alive for the call; the writer frees every value it reads.
     unsafe {
-        // `JSON.stringify` looks `toJSON` up through the prototype chain.
+        // `JSON.stringify` looks `toJSON` up on every object it writes, through the
+        // prototype chain: the chains of plain objects and arrays must be the realm's own
+        // (`Array.prototype`'s parent can be replaced; `Object.prototype`'s cannot) and
+        // carry none. Each object's own `toJSON` is checked as it is written.
+        if !writer.is_parent(ordinary.array_prototype, ordinary.object_prototype) {
+            return None;
+        }
         for prototype in [ordinary.object_prototype, ordinary.array_prototype] {
             if writer.has_own(prototype, ordinary.to_json) {
                 return None;
@@ -119,6 +125,21 @@ impl Writer<'_> {
         // SAFETY: `object` is an intrinsic prototype, alive with the context; no
         // descriptor is filled, so nothing needs freeing.
         unsafe { qjs::JS_GetOwnProperty(self.ctx, std::ptr::null_mut(), object, atom) != 0 }
+    }
+
+    /// Whether the object at `parent` is the prototype of the one at `child`. Neither is a
+    /// proxy (both are intrinsic prototypes), so no trap runs.
+    unsafe fn is_parent(&self, child: usize, parent: usize) -> bool {
+        let child = qjs::JS_MKPTR(qjs::JS_TAG_OBJECT, child as *mut _);
+        // SAFETY: `child` is an intrinsic prototype, alive with the context; the
+        // prototype's new reference is freed at once.
+        unsafe {
+            let prototype = qjs::JS_GetPrototype(self.ctx, child);
+            let same = qjs::JS_VALUE_GET_NORM_TAG(prototype) == qjs::JS_TAG_OBJECT
+                && address(prototype) == parent;
+            qjs::JS_FreeValue(self.ctx, prototype);
+            same
+        }
     }
 
     /// Drops an exception the engine raised (only running out of memory can raise one
@@ -229,6 +250,10 @@ impl Writer<'_> {
                 0
             };
             qjs::JS_FreeValue(self.ctx, prototype);
+            // An own `toJSON`, enumerable or not, on an object or an array.
+            if self.has_own(address(object), self.ordinary.to_json) {
+                return None;
+            }
             if class == self.ordinary.object_class
                 && prototype_address == self.ordinary.object_prototype
             {
@@ -303,9 +328,6 @@ impl Writer<'_> {
         self.out.push('{');
         let mut empty = true;
         for entry in entries {
-            if entry.atom == self.ordinary.to_json {
-                return None;
-            }
             // Written first, taken back if the value turns out to be `undefined`.
             let start = self.out.len();
             if !empty {
@@ -342,8 +364,8 @@ impl Writer<'_> {
             if index > 0 {
                 self.out.push(',');
             }
-            // SAFETY: an index atom is a tagged integer for the indices an array can hold;
-            // freeing it is balanced either way. A hole (no own element) is `None`:
+            // SAFETY: the atom (a tagged integer below 2^31, a string above) is freed
+            // below. A hole (no own element) is `None`:
             // `JSON.stringify` would look it up on the prototypes.
             unsafe {
                 let atom = qjs::JS_NewAtomUInt32(self.ctx, index);
@@ -474,6 +496,7 @@ impl Reader<'_> {
 
     /// A number, by JSON's grammar: integers that fit 32 bits as the engine's small
     /// integers, the rest as doubles (Rust's parse rounds as JavaScript's does).
+    /// `JSON.parse` makes doubles of all of them; guest code cannot tell the difference.
     fn number(&mut self) -> Option<qjs::JSValue> {
         let start = self.at;
         let digits = |reader: &mut Self| {
@@ -633,7 +656,21 @@ impl Reader<'_> {
             let key = self.string()?;
             // SAFETY: the atom is freed below; the value is handed to the object.
             unsafe {
-                let atom = qjs::JS_NewAtomLen(ctx, key.as_ptr().cast(), key.len() as _);
+                let atom = if key.is_ascii() {
+                    qjs::JS_NewAtomLen(ctx, key.as_ptr().cast(), key.len() as _)
+                } else {
+                    // `JS_NewAtomLen` first compares the UTF-8 bytes with existing one-byte
+                    // atoms ("é" would match an atom "Ã©"): go through a string, as
+                    // `JSON.parse` does.
+                    let string = qjs::JS_NewStringLen(ctx, key.as_ptr().cast(), key.len() as _);
+                    if qjs::JS_IsException(string) {
+                        0
+                    } else {
+                        let atom = qjs::JS_ValueToAtom(ctx, string);
+                        qjs::JS_FreeValue(ctx, string);
+                        atom
+                    }
+                };
                 if atom == 0 {
                     self.failed();
                     return None;

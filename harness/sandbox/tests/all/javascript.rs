@@ -290,6 +290,8 @@ const shapes = [
   Object.assign(Object.create(null), { bare: 1 }),
   withGetter, { deep },
   JSON.parse('{"__proto__": {"p": 1}}'),
+  { hidden: Object.defineProperty({ k: 1 }, "toJSON", { value: () => "hidden", enumerable: false }) },
+  { list: Object.assign([1, 2], { toJSON() { return "list"; } }) },
 ];
 const expected = [];
 for (const shape of shapes) {
@@ -305,6 +307,15 @@ try {
   await echo({ key: 1 });
 } finally {
   delete Object.prototype.toJSON;
+}
+// So does one on a prototype put between Array.prototype and Object.prototype.
+Object.setPrototypeOf(Array.prototype, { toJSON() { return "between"; } });
+try {
+  expected.push(JSON.parse(JSON.stringify({ a: [1] })));
+  tools.call("echo", { a: [1] });
+  await echo({ a: [1] });
+} finally {
+  Object.setPrototypeOf(Array.prototype, Object.prototype);
 }
 // A lone surrogate has no JSON the host accepts: refused, never replaced.
 const refused = [];
@@ -327,7 +338,13 @@ for (const shape of [{ lone: "\ud800x" }, { ["\udc00"]: 1 }]) {
         assert_eq!(sent[2 * index + 1], want, "await echo(...), shape {index}");
     }
     assert_eq!(expected[0], json!({"key": 1}));
-    assert_eq!(expected.last(), Some(&json!({"replaced": true})));
+    assert_eq!(expected[expected.len() - 2], json!({"replaced": true}));
+    assert_eq!(expected.last(), Some(&json!({"a": "between"})));
+    assert!(
+        expected.contains(&json!({"hidden": "hidden"})),
+        "{expected:?}"
+    );
+    assert!(expected.contains(&json!({"list": "list"})), "{expected:?}");
 }
 
 #[tokio::test]
@@ -341,9 +358,13 @@ async fn results_arrive_as_json_parse_makes_them() {
         "negzero": -0.0,
         "nested": {"a": [[], {}, [{"b": null}]], "": true, "2": false, "1": "one"},
         "__proto__": {"polluted": true},
+        "é": "accented",
     });
     let tools = tools(json!([static_tool("shapes", value.clone())]));
+    // The script names a property "Ã©" (the UTF-8 bytes of "é" read one byte a character)
+    // before the result's key "é" is made.
     let code = r#"
+const mojibake = { "Ã©": 0 };
 const r = tools.call("shapes", {});
 const s = await shapes({});
 const d = Object.getOwnPropertyDescriptor(r, "text");
@@ -357,6 +378,7 @@ const d = Object.getOwnPropertyDescriptor(r, "text");
   negzero: Object.is(r.negzero, -0),
   dataProperty: d.writable && d.enumerable && d.configurable && !("get" in d),
   nestedKeys: Object.keys(r.nested),
+  accented: r["é"] === "accented" && !("Ã©" in r) && Object.keys(mojibake).length === 1,
 }]
 "#;
     let result = completed(js(code, tools, defaults()).await);
@@ -384,6 +406,7 @@ const d = Object.getOwnPropertyDescriptor(r, "text");
     assert_eq!(
         result.result[1],
         json!({"sameTwice": true, "plain": true, "arrays": true, "ownProto": true,
-               "negzero": true, "dataProperty": true, "nestedKeys": ["1", "2", "", "a"]})
+               "negzero": true, "dataProperty": true, "nestedKeys": ["1", "2", "", "a"],
+               "accented": true})
     );
 }
