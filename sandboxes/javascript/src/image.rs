@@ -332,9 +332,8 @@ impl Bridge {
                            tools.call(\"get_weather\", { city: \"Paris\" })";
             return Err(ctx.throw(type_error(ctx, message)));
         };
-        let args: Vec<Value<'js>> = args.into_iter().collect();
         let input = self
-            .encode_input(ctx, &tool, "tools.call", &args)
+            .encode_input(ctx, &tool, "tools.call", args.as_slice())
             .map_err(|error| ctx.throw(error))?;
         match cordon_guest::call(&tool, &input) {
             Ok(json) => self

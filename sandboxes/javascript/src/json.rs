@@ -153,9 +153,7 @@ impl Writer<'_> {
         // SAFETY: `value` is borrowed from a descriptor the caller frees afterwards.
         unsafe {
             match qjs::JS_VALUE_GET_NORM_TAG(value) {
-                qjs::JS_TAG_INT => {
-                    let _ = write!(self.out, "{}", qjs::JS_VALUE_GET_INT(value));
-                }
+                qjs::JS_TAG_INT => push_int(&mut self.out, qjs::JS_VALUE_GET_INT(value)),
                 qjs::JS_TAG_FLOAT64 => self.number(qjs::JS_VALUE_GET_FLOAT64(value))?,
                 qjs::JS_TAG_BOOL => self.out.push_str(if qjs::JS_VALUE_GET_BOOL(value) {
                     "true"
@@ -383,6 +381,27 @@ impl Writer<'_> {
     }
 }
 
+/// `n` in decimal, without the formatting machinery (a measurable part of a call).
+fn push_int(out: &mut String, n: i32) {
+    if n < 0 {
+        out.push('-');
+    }
+    let mut digits = [0u8; 10];
+    let mut rest = n.unsigned_abs();
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    for &digit in &digits[start..] {
+        out.push(char::from(digit));
+    }
+}
+
 /// `text` as a JSON string, escaped as `JSON.stringify` escapes it: `"`, `\`, and the
 /// control characters (with `\b \t \n \f \r` short forms, else `\u00xx`).
 fn quote_into(out: &mut String, text: &str) {
@@ -416,6 +435,7 @@ fn quote_into(out: &mut String, text: &str) {
 pub(crate) fn decode<'js>(ctx: &Ctx<'js>, text: &str) -> Option<Value<'js>> {
     let mut reader = Reader {
         ctx: ctx.as_raw().as_ptr(),
+        source: text,
         text: text.as_bytes(),
         at: 0,
         unescaped: String::new(),
@@ -434,6 +454,8 @@ pub(crate) fn decode<'js>(ctx: &Ctx<'js>, text: &str) -> Option<Value<'js>> {
 
 struct Reader<'a> {
     ctx: *mut qjs::JSContext,
+    /// The text, and its bytes: pieces are cut at ASCII bytes, so never mid-character.
+    source: &'a str,
     text: &'a [u8],
     at: usize,
     /// Reused for strings with escapes.
@@ -531,7 +553,7 @@ impl Reader<'_> {
                 return None;
             }
         }
-        let text = std::str::from_utf8(&self.text[start..self.at]).ok()?;
+        let text = self.source.get(start..self.at)?;
         if integral
             && text != "-0"
             && let Ok(small) = text.parse::<i32>()
@@ -550,7 +572,7 @@ impl Reader<'_> {
             match self.peek()? {
                 b'"' => {
                     self.at += 1;
-                    return std::str::from_utf8(&self.text[start..self.at - 1]).ok();
+                    return self.source.get(start..self.at - 1);
                 }
                 b'\\' => break,
                 0..0x20 => return None,
@@ -559,7 +581,7 @@ impl Reader<'_> {
         }
         let mut unescaped = std::mem::take(&mut self.unescaped);
         unescaped.clear();
-        unescaped.push_str(std::str::from_utf8(&self.text[start..self.at]).ok()?);
+        unescaped.push_str(self.source.get(start..self.at)?);
         loop {
             let run = self.at;
             while let Some(byte) = self.peek() {
@@ -568,7 +590,7 @@ impl Reader<'_> {
                 }
                 self.at += 1;
             }
-            unescaped.push_str(std::str::from_utf8(&self.text[run..self.at]).ok()?);
+            unescaped.push_str(self.source.get(run..self.at)?);
             match self.peek()? {
                 b'"' => {
                     self.at += 1;
