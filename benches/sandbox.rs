@@ -13,17 +13,22 @@ use std::time::{Duration, Instant};
 
 use cordon_benches::{fmt, lookup_tools, minor_faults, resident_bytes, summarize};
 use cordon_protocol::execution::{ExecutionStatus, Language, Limits};
-use cordon_sandbox::{ExecutionRequest, Sandbox, SandboxConfig, Session, SessionSpec};
+use cordon_sandbox::{Execution, ExecutionRequest, Sandbox, SandboxConfig, Session, SessionSpec};
+
+/// How long the execution `start` begins takes to complete (it must complete).
+async fn timed(start: impl FnOnce() -> Execution) -> Duration {
+    let started = Instant::now();
+    let result = start().wait().await;
+    let elapsed = started.elapsed();
+    assert_eq!(result.status, ExecutionStatus::Completed, "{result:?}");
+    elapsed
+}
 
 async fn run(sandbox: &Sandbox, language: Language, code: &str) -> Duration {
     // The dispatcher (tool registry, compiled schemas) is built before the clock starts: a
     // server builds it once per tool set, not once per execution.
     let request = ExecutionRequest::new(language, code, lookup_tools());
-    let started = Instant::now();
-    let result = sandbox.execute(request).wait().await;
-    let elapsed = started.elapsed();
-    assert_eq!(result.status, ExecutionStatus::Completed, "{result:?}");
-    elapsed
+    timed(|| sandbox.execute(request)).await
 }
 
 async fn fresh_instance(sandbox: &Sandbox, language: Language, code: &str) {
@@ -60,11 +65,7 @@ async fn fresh_instance(sandbox: &Sandbox, language: Language, code: &str) {
 }
 
 async fn in_session(session: &Session, code: &str) -> Duration {
-    let started = Instant::now();
-    let result = session.execute(code).wait().await;
-    let elapsed = started.elapsed();
-    assert_eq!(result.status, ExecutionStatus::Completed, "{result:?}");
-    elapsed
+    timed(|| session.execute(code)).await
 }
 
 /// An execution in a live session (no instance to make): what a session's step costs,

@@ -98,6 +98,14 @@ pub(crate) fn encode(ctx: &Ctx<'_>, ordinary: &Ordinary, value: &Value<'_>) -> O
     Some(writer.out)
 }
 
+/// Drops an exception the engine raised (only running out of memory can raise one here):
+/// the caller falls back to `JSON.stringify` or `JSON.parse`, which meet the same condition
+/// and report it.
+unsafe fn clear_exception(ctx: *mut qjs::JSContext) {
+    // SAFETY: takes the pending exception (or undefined) and frees it.
+    unsafe { qjs::JS_FreeValue(ctx, qjs::JS_GetException(ctx)) }
+}
+
 /// The address of an object value: its identity.
 unsafe fn address(value: qjs::JSValue) -> usize {
     // SAFETY: reading the pointer bits of a value; nothing is dereferenced.
@@ -142,11 +150,9 @@ impl Writer<'_> {
         }
     }
 
-    /// Drops an exception the engine raised (only running out of memory can raise one
-    /// here): the caller falls back to `JSON.stringify`, which meets the same condition.
     unsafe fn clear_exception(&self) {
-        // SAFETY: takes the pending exception (or undefined) and frees it.
-        unsafe { qjs::JS_FreeValue(self.ctx, qjs::JS_GetException(self.ctx)) }
+        // SAFETY: `self.ctx` is the live context.
+        unsafe { clear_exception(self.ctx) }
     }
 
     unsafe fn value(&mut self, value: qjs::JSValue, depth: usize) -> Option<Wrote> {
@@ -482,11 +488,10 @@ impl Reader<'_> {
         }
     }
 
-    /// Takes an exception the engine raised (only running out of memory can raise one
-    /// here): `JSON.parse` then meets the same condition and reports it.
-    unsafe fn failed(&self) -> Option<qjs::JSValue> {
-        // SAFETY: takes the pending exception (or undefined) and frees it.
-        unsafe { qjs::JS_FreeValue(self.ctx, qjs::JS_GetException(self.ctx)) };
+    /// Clears the engine's exception: the text goes to `JSON.parse`.
+    unsafe fn failed<T>(&self) -> Option<T> {
+        // SAFETY: `self.ctx` is the live context.
+        unsafe { clear_exception(self.ctx) };
         None
     }
 
@@ -496,8 +501,12 @@ impl Reader<'_> {
         // SAFETY: every value built is returned or freed.
         unsafe {
             match self.peek()? {
-                b'{' if depth < MAX_DEPTH => self.object(depth),
-                b'[' if depth < MAX_DEPTH => self.array(depth),
+                b'{' if depth < MAX_DEPTH => {
+                    self.container(qjs::JS_NewObject(self.ctx), depth, Self::members)
+                }
+                b'[' if depth < MAX_DEPTH => {
+                    self.container(qjs::JS_NewArray(self.ctx), depth, Self::elements)
+                }
                 b'"' => {
                     let ctx = self.ctx;
                     let text = self.string()?;
@@ -647,26 +656,53 @@ impl Reader<'_> {
         u32::from_str_radix(digits, 16).ok()
     }
 
-    unsafe fn object(&mut self, depth: usize) -> Option<qjs::JSValue> {
+    /// A container whose opening bracket is next: `made` (a new object or array, owned
+    /// here) filled by `fill`, or freed if the text goes wrong.
+    unsafe fn container(
+        &mut self,
+        made: qjs::JSValue,
+        depth: usize,
+        fill: unsafe fn(&mut Self, qjs::JSValue, usize) -> Option<()>,
+    ) -> Option<qjs::JSValue> {
         self.at += 1;
-        // SAFETY: the object is freed on every way out but the last.
+        // SAFETY: the container is freed on every way out but the last.
         unsafe {
-            let object = qjs::JS_NewObject(self.ctx);
-            if qjs::JS_IsException(object) {
+            if qjs::JS_IsException(made) {
                 return self.failed();
             }
-            if self.members(object, depth).is_none() {
-                qjs::JS_FreeValue(self.ctx, object);
+            if fill(self, made, depth).is_none() {
+                qjs::JS_FreeValue(self.ctx, made);
                 return None;
             }
-            Some(object)
+            Some(made)
+        }
+    }
+
+    /// After an opening bracket: whether `close` follows at once (read if so).
+    fn closes_at_once(&mut self, close: u8) -> Option<bool> {
+        self.skip_space();
+        let closes = self.peek()? == close;
+        if closes {
+            self.at += 1;
+        }
+        Some(closes)
+    }
+
+    /// After a member or an element: `true` when `close` ended the container, `false`
+    /// after a comma; `None` for anything else.
+    fn closes_after_item(&mut self, close: u8) -> Option<bool> {
+        self.skip_space();
+        let next = self.peek()?;
+        self.at += 1;
+        match next {
+            b',' => Some(false),
+            _ if next == close => Some(true),
+            _ => None,
         }
     }
 
     unsafe fn members(&mut self, object: qjs::JSValue, depth: usize) -> Option<()> {
-        self.skip_space();
-        if self.peek()? == b'}' {
-            self.at += 1;
+        if self.closes_at_once(b'}')? {
             return Some(());
         }
         loop {
@@ -694,8 +730,7 @@ impl Reader<'_> {
                     }
                 };
                 if atom == 0 {
-                    self.failed();
-                    return None;
+                    return self.failed();
                 }
                 self.skip_space();
                 let value = if self.peek() == Some(b':') {
@@ -715,42 +750,17 @@ impl Reader<'_> {
                 });
                 qjs::JS_FreeAtom(self.ctx, atom);
                 if defined? < 0 {
-                    self.failed();
-                    return None;
+                    return self.failed();
                 }
             }
-            self.skip_space();
-            match self.peek()? {
-                b',' => self.at += 1,
-                b'}' => {
-                    self.at += 1;
-                    return Some(());
-                }
-                _ => return None,
+            if self.closes_after_item(b'}')? {
+                return Some(());
             }
-        }
-    }
-
-    unsafe fn array(&mut self, depth: usize) -> Option<qjs::JSValue> {
-        self.at += 1;
-        // SAFETY: the array is freed on every way out but the last.
-        unsafe {
-            let array = qjs::JS_NewArray(self.ctx);
-            if qjs::JS_IsException(array) {
-                return self.failed();
-            }
-            if self.elements(array, depth).is_none() {
-                qjs::JS_FreeValue(self.ctx, array);
-                return None;
-            }
-            Some(array)
         }
     }
 
     unsafe fn elements(&mut self, array: qjs::JSValue, depth: usize) -> Option<()> {
-        self.skip_space();
-        if self.peek()? == b']' {
-            self.at += 1;
+        if self.closes_at_once(b']')? {
             return Some(());
         }
         let mut index: u32 = 0;
@@ -760,19 +770,12 @@ impl Reader<'_> {
                 let value = self.value(depth + 1)?;
                 let flags = qjs::JS_PROP_C_W_E as i32;
                 if qjs::JS_DefinePropertyValueUint32(self.ctx, array, index, value, flags) < 0 {
-                    self.failed();
-                    return None;
+                    return self.failed();
                 }
             }
             index = index.checked_add(1)?;
-            self.skip_space();
-            match self.peek()? {
-                b',' => self.at += 1,
-                b']' => {
-                    self.at += 1;
-                    return Some(());
-                }
-                _ => return None,
+            if self.closes_after_item(b']')? {
+                return Some(());
             }
         }
     }
