@@ -55,7 +55,17 @@ async fn instantiate(image: &GuestImage) -> Result<LiveInstance, String> {
         .instantiate_async(&mut store)
         .await
         .map_err(|error| format!("could not instantiate the guest: {error:#}"))?;
-    store.data_mut().guest_memory = instance.get_memory(&mut store, "memory");
+    let memory = instance.get_memory(&mut store, "memory");
+    store.data_mut().guest_memory = memory;
+    if let (Some(max), Some(memory)) = (image.tracked_max, memory) {
+        let len = crate::dirty::tracked_len(memory.data_size(&store), max);
+        // SAFETY: the memory starts its pool slot, every slot of which holds `max` bytes,
+        // and no guest code has run in it: it holds what the image does.
+        #[allow(unsafe_code, reason = "arming a fresh instance's own memory slot")]
+        unsafe {
+            crate::dirty::track(memory.data_ptr(&store), len);
+        }
+    }
     Ok(LiveInstance {
         store,
         instance,
@@ -172,15 +182,19 @@ pub(crate) async fn run_in_session(
 }
 
 /// A fresh instance of an image made ahead of the execution that will take it, with the
-/// pages the image's fresh runs touch already faulted in (see [`crate::pages`]). An
-/// execution that finds one ready skips instantiating and nearly all of its page faults
-/// (measured for RustPython's `print(1)`: ~250 faults, 3 with the spare). The instance is
-/// as fresh as one made on the spot: no guest code has run in it.
+/// pages the image's fresh runs touch already faulted in where its slots are unmapped
+/// between instances (see [`crate::pages`]). An execution that finds one ready skips
+/// instantiating and nearly all of its page faults (measured for RustPython's `print(1)`:
+/// ~250 faults, 3 with the spare). The instance is as fresh as one made on the spot: no
+/// guest code has run in it.
 #[derive(Default)]
 pub(crate) struct Spare {
-    /// Off for an engine that keeps its slots' pages resident (JavaScript): it has no
-    /// faults to save, and instantiating is a small part of its run (measured: no gain).
+    /// Off for JavaScript: its slots keep their pages, and instantiating is a small part
+    /// of its run (measured: no gain).
     enabled: bool,
+    /// Fault the pages the last fresh run touched into the spare: off where slots are
+    /// reset in place (their pages stay mapped).
+    prefault: bool,
     ready: std::sync::Mutex<Option<LiveInstance>>,
     /// One spare is made at a time.
     filling: std::sync::atomic::AtomicBool,
@@ -193,9 +207,10 @@ pub(crate) struct Spare {
 const PREFAULT_BUDGET_BYTES: usize = 16 << 20;
 
 impl Spare {
-    pub(crate) fn new(enabled: bool) -> Self {
+    pub(crate) fn new(enabled: bool, prefault: bool) -> Self {
         Spare {
             enabled,
+            prefault,
             ..Spare::default()
         }
     }
@@ -206,7 +221,7 @@ impl Spare {
 
     /// Notes the pages a fresh instance's run touched, for the next spare.
     fn learn(&self, live: &LiveInstance) {
-        let Some(memory) = live.store.data().guest_memory.filter(|_| self.enabled) else {
+        let Some(memory) = live.store.data().guest_memory.filter(|_| self.prefault) else {
             return;
         };
         let budget = PREFAULT_BUDGET_BYTES / pages::page_size();
@@ -225,8 +240,10 @@ impl Spare {
             return;
         }
         if let Ok(mut live) = instantiate(image).await {
-            let touched = self.touched.lock().map(|t| t.clone()).unwrap_or_default();
-            if let Some(memory) = live.store.data().guest_memory {
+            if self.prefault
+                && let Some(memory) = live.store.data().guest_memory
+            {
+                let touched = self.touched.lock().map(|t| t.clone()).unwrap_or_default();
                 pages::populate(memory.data_mut(&mut live.store), &touched);
             }
             if let Ok(mut ready) = self.ready.lock() {
@@ -241,6 +258,7 @@ impl std::fmt::Debug for Spare {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Spare")
             .field("enabled", &self.enabled)
+            .field("prefault", &self.prefault)
             .finish_non_exhaustive()
     }
 }

@@ -54,6 +54,10 @@ pub(crate) struct GuestImage {
     pub(crate) kind: GuestKind,
     /// An instance made ahead of the next fresh execution.
     pub(crate) spare: crate::driver::Spare,
+    /// Its engine resets returned slots in place and the kernel tracks written pages
+    /// exactly: each instance's memory is armed for it (see [`crate::dirty`]), up to this
+    /// many bytes (the pool's largest memory).
+    pub(crate) tracked_max: Option<usize>,
 }
 
 /// How a guest is entered, and what its instances need besides the store.
@@ -106,13 +110,16 @@ fn cache_key(engine: &Engine, wasm: &[u8]) -> String {
     hex::encode(&hasher.0.finalize()[..16])
 }
 
-/// Loads (or makes, then caches) the image for `language`.
+/// Loads (or makes, then caches) the image for `language`, its fresh instances made as
+/// `spare` and `tracked_max` say (see [`GuestImage`]).
 pub(crate) async fn load(
     engine: &Engine,
     linker: &Linker<HostState>,
     language: Language,
     cache_dir: Option<&Path>,
     progress: &(dyn Fn(&str) + Send + Sync),
+    spare: crate::driver::Spare,
+    tracked_max: Option<usize>,
 ) -> Result<GuestImage, SandboxError> {
     let wasm = embedded(language);
     if wasm.is_empty() {
@@ -208,8 +215,8 @@ pub(crate) async fn load(
     Ok(GuestImage {
         pre,
         kind: GuestKind::Bridge,
-        // The JavaScript engine keeps its slots' pages resident: no faults to save.
-        spare: crate::driver::Spare::new(language != Language::Javascript),
+        spare,
+        tracked_max,
     })
 }
 

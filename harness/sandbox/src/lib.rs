@@ -38,6 +38,7 @@
 
 mod bound;
 pub mod cpython;
+mod dirty;
 mod driver;
 mod host;
 mod image;
@@ -162,15 +163,18 @@ const WASM_STACK: usize = 16 << 20;
 /// with Linux's `PAGEMAP_SCAN` where the kernel has it, copied back from the image) rather
 /// than unmapped: the next fresh instance finds them mapped instead of faulting each one
 /// in (measured: 48 faults and ~220 µs per `console.log(1)` → 0 faults, ~135 µs). The
-/// QuickJS image and a small run fit in it. RustPython gets none: the pages it ever wrote
-/// stay "written" for the scan, so the copy grows past what the faults cost (measured:
-/// 0.9 ms → 1.1 ms at 4 MiB, 2.7 ms at 16 MiB).
+/// QuickJS image and a small run fit in it.
 const KEEP_RESIDENT_JAVASCRIPT: usize = 4 << 20;
+/// The same for RustPython, only where the kernel tracks written pages exactly
+/// ([`dirty`]). Without that, every page of a touched page table counts as written and
+/// the copy costs more than the faults it saves (measured: 0.9 ms → 1.1 ms at 4 MiB,
+/// 2.7 ms at 16 MiB); its slots are then unmapped and a spare is faulted in ahead.
+const KEEP_RESIDENT_PYTHON_LITE: usize = 8 << 20;
 /// The same for tables, in both guests' engine (the function tables are a few hundred
 /// KiB; RustPython's lazily filled table faulted ~30 pages per fresh run when unmapped).
 const KEEP_RESIDENT_TABLE: usize = 1 << 20;
 /// Unused slots that keep their resident pages (and image mapping): bounds what idle slots
-/// hold to `MAX_WARM_SLOTS × (KEEP_RESIDENT_JAVASCRIPT + KEEP_RESIDENT_TABLE)`.
+/// hold to `MAX_WARM_SLOTS × (KEEP_RESIDENT_PYTHON_LITE + KEEP_RESIDENT_TABLE)`.
 const MAX_WARM_SLOTS: u32 = 32;
 /// Epoch tick: the granularity of CPU/wall limits and of yielding to other executions.
 const EPOCH_TICK: Duration = Duration::from_millis(5);
@@ -269,7 +273,12 @@ impl Sandbox {
     /// with a new build snapshots and compiles each image (seconds); later runs load it
     /// from the cache (milliseconds).
     pub async fn new(config: SandboxConfig) -> Result<Self, SandboxError> {
-        let engine = engine(&config, 0)?;
+        let keep_resident = if dirty::available() {
+            KEEP_RESIDENT_PYTHON_LITE
+        } else {
+            0
+        };
+        let engine = engine(&config, keep_resident)?;
         let linker = linker(&engine)?;
         let ticker_stop = Arc::new(AtomicBool::new(false));
         spawn_epoch_ticker(engine.clone(), ticker_stop.clone());
@@ -311,26 +320,35 @@ impl Sandbox {
             return Ok(image.clone());
         }
         let config = &self.shared.config;
-        let image = if language == Language::Javascript {
+        // Slots reset in place are armed for exact tracking where the kernel can; the
+        // pool's slots all hold the largest memory.
+        let tracked_max = dirty::available()
+            .then(|| usize::try_from(config.max_memory_bytes).unwrap_or(usize::MAX));
+        let (engine, linker, spare) = if language == Language::Javascript {
             let (engine, linker) = self.javascript_engine()?;
-            image::load(
-                &engine,
-                &linker,
-                language,
-                config.cache_dir.as_deref(),
-                &*config.progress,
-            )
-            .await?
+            // Its slots keep their pages: no faults to save, and instantiating is a small
+            // part of its run (measured: no gain from a spare).
+            (engine, linker, driver::Spare::new(false, false))
         } else {
-            image::load(
-                &self.shared.engine,
-                &self.shared.linker,
-                language,
-                config.cache_dir.as_deref(),
-                &*config.progress,
+            // RustPython's instantiation is worth making ahead; its pages are faulted in
+            // ahead only where its slots are unmapped between instances.
+            let spare = driver::Spare::new(true, tracked_max.is_none());
+            (
+                self.shared.engine.clone(),
+                self.shared.linker.clone(),
+                spare,
             )
-            .await?
         };
+        let image = image::load(
+            &engine,
+            &linker,
+            language,
+            config.cache_dir.as_deref(),
+            &*config.progress,
+            spare,
+            tracked_max,
+        )
+        .await?;
         let image = Arc::new(image);
         images.insert(language, image.clone());
         Ok(image)

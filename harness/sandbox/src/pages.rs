@@ -59,14 +59,21 @@ pub(crate) fn runs_of(entries: impl IntoIterator<Item = u64>, budget: usize) -> 
     runs
 }
 
+/// This process's `/proc/self/pagemap`, opened once (none where it cannot be read).
+#[cfg(target_os = "linux")]
+pub(crate) fn pagemap() -> Option<&'static std::fs::File> {
+    static PAGEMAP: std::sync::OnceLock<Option<std::fs::File>> = std::sync::OnceLock::new();
+    PAGEMAP
+        .get_or_init(|| std::fs::File::open("/proc/self/pagemap").ok())
+        .as_ref()
+}
+
 /// The pages of `memory` that are mapped now: what a run since the instance was made
 /// touched (plus the kernel's fault-around neighbours). At most `budget` pages.
 #[cfg(target_os = "linux")]
 pub(crate) fn touched(memory: &[u8], budget: usize) -> std::io::Result<Vec<PageRun>> {
     use std::os::unix::fs::FileExt;
-    static PAGEMAP: std::sync::OnceLock<Option<std::fs::File>> = std::sync::OnceLock::new();
-    let Some(pagemap) = PAGEMAP.get_or_init(|| std::fs::File::open("/proc/self/pagemap").ok())
-    else {
+    let Some(pagemap) = pagemap() else {
         return Err(std::io::ErrorKind::Unsupported.into());
     };
     let page = page_size();

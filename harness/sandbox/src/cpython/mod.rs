@@ -252,7 +252,8 @@ pub(crate) async fn load(
     Ok(GuestImage {
         pre,
         kind: GuestKind::Cpython { mounts },
-        spare: crate::driver::Spare::new(true),
+        spare: crate::driver::Spare::new(true, true),
+        tracked_max: None,
     })
 }
 
