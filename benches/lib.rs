@@ -91,7 +91,10 @@ pub fn minor_faults() -> u64 {
 /// Formats a duration in the most readable unit.
 pub fn fmt(duration: Duration) -> String {
     let micros = duration.as_secs_f64() * 1e6;
-    if micros < 1000.0 {
+    // Per-call costs are a few microseconds: a tenth is too coarse to see a change.
+    if micros < 10.0 {
+        format!("{micros:.2} µs")
+    } else if micros < 1000.0 {
         format!("{micros:.1} µs")
     } else {
         format!("{:.2} ms", micros / 1000.0)

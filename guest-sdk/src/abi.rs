@@ -275,22 +275,34 @@ fn put_response(out: &mut Vec<u8>, result: &CallResult) {
 }
 
 fn read_response(reader: &mut Reader<'_>) -> Result<CallResult, FrameError> {
+    Ok(read_response_text(reader)?.map(str::to_owned))
+}
+
+/// A response whose JSON text is left in the frame.
+fn read_response_text<'a>(
+    reader: &mut Reader<'a>,
+) -> Result<Result<&'a str, ToolFailure>, FrameError> {
     let status = reader.u8()?;
-    let payload = reader.str()?.to_owned();
+    let payload = reader.str()?;
     if status == 0 {
         return Ok(Ok(payload));
     }
     let kind = ToolErrorKind::from_code(status).ok_or(FrameError("unknown status"))?;
     Ok(Err(ToolFailure {
         kind,
-        message: payload,
+        message: payload.to_owned(),
     }))
 }
 
 /// Inverse of [`encode_response`].
 pub fn decode_response(frame: &[u8]) -> Result<CallResult, FrameError> {
+    Ok(decode_response_text(frame)?.map(str::to_owned))
+}
+
+/// [`decode_response`] with a result's JSON text borrowed from `frame` (no copy).
+pub fn decode_response_text(frame: &[u8]) -> Result<Result<&str, ToolFailure>, FrameError> {
     let mut reader = Reader { rest: frame };
-    let result = read_response(&mut reader)?;
+    let result = read_response_text(&mut reader)?;
     reader.finish()?;
     Ok(result)
 }

@@ -40,11 +40,8 @@ fn len_i32(len: usize) -> i32 {
 
 /// Copies the inbox (of the length the host just announced) into a fresh buffer.
 pub fn read_inbox(len: i32) -> Vec<u8> {
-    let len = usize::try_from(len).unwrap_or(0);
-    let mut buffer = vec![0u8; len];
-    // SAFETY: `buffer` is valid for `len` writable bytes; the host copies at most that many.
-    let copied = unsafe { inbox_read(buffer.as_mut_ptr(), len_i32(len)) };
-    buffer.truncate(usize::try_from(copied).unwrap_or(0));
+    let mut buffer = Vec::new();
+    read_inbox_into(len, &mut buffer);
     buffer
 }
 
@@ -57,6 +54,21 @@ fn host_fault(what: &str) -> ToolFailure {
 
 /// Calls one tool with JSON `input`; returns the JSON result or why it failed.
 pub fn call(name: &str, input: &str) -> CallResult {
+    call_with(name, input, |answer| answer.map(str::to_owned))
+}
+
+/// [`call`], the answer handed to `read` with its JSON text still in the inbox buffer:
+/// no allocation and no copy for a call whose result is read at once (a loop of calls).
+pub fn call_with<R>(
+    name: &str,
+    input: &str,
+    read: impl FnOnce(Result<&str, ToolFailure>) -> R,
+) -> R {
+    thread_local! {
+        /// Reused between calls. Taken for the call: a `read` that calls again gets a
+        /// buffer of its own.
+        static INBOX: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+    }
     // SAFETY: both slices are valid for reads of their lengths for the whole call.
     let len = unsafe {
         call_tool(
@@ -66,8 +78,27 @@ pub fn call(name: &str, input: &str) -> CallResult {
             len_i32(input.len()),
         )
     };
-    let frame = read_inbox(len);
-    abi::decode_response(&frame).unwrap_or_else(|error| Err(host_fault(&error.to_string())))
+    let mut frame = INBOX.take();
+    read_inbox_into(len, &mut frame);
+    let answer = match abi::decode_response_text(&frame) {
+        Ok(answer) => read(answer),
+        Err(error) => read(Err(host_fault(&error.to_string()))),
+    };
+    INBOX.set(frame);
+    answer
+}
+
+/// Replaces `buffer`'s contents with the inbox (of the length the host just announced).
+fn read_inbox_into(len: i32, buffer: &mut Vec<u8>) {
+    let len = usize::try_from(len).unwrap_or(0);
+    buffer.clear();
+    buffer.reserve(len);
+    // SAFETY: `buffer` has room for `len` bytes; the host writes at most that many and
+    // says how many, and only those are counted as initialized.
+    unsafe {
+        let copied = inbox_read(buffer.as_mut_ptr(), len_i32(len));
+        buffer.set_len(usize::try_from(copied).unwrap_or(0).min(len));
+    }
 }
 
 /// Calls several tools as one batch (the host may run them concurrently); results come

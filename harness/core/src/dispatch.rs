@@ -143,6 +143,9 @@ pub struct DispatchedCall {
     pub record: ToolCallRecord,
     /// What the guest receives: JSON text, or the failure.
     pub result: CallResult,
+    /// The length of the input's text as the caller sent it (what holding its record
+    /// costs, without serializing it again).
+    pub input_bytes: usize,
     /// Time the *batch* spent parked on approvals and client results, which the sandbox
     /// excludes from the wall limit. Calls of a batch wait concurrently, so the batch's
     /// parked time is carried by its first call and the others carry zero: summing (or
@@ -164,6 +167,8 @@ struct Slot<'r> {
     name: String,
     /// The parsed input (`null` when it was not JSON).
     input: Value,
+    /// The length of its text.
+    input_bytes: usize,
     started: Instant,
     tool: Option<&'r RegisteredTool>,
     done: Option<(CallResult, u64)>,
@@ -366,6 +371,7 @@ impl Dispatcher {
             id: random_id("call_"),
             name,
             input: Value::Null,
+            input_bytes: input.len(),
             started: Instant::now(),
             tool: None,
             done: None,
@@ -463,6 +469,7 @@ fn dispatched(slot: Slot<'_>, suspended: Duration) -> DispatchedCall {
             locus,
         },
         result,
+        input_bytes: slot.input_bytes,
         suspended,
     }
 }

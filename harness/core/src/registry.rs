@@ -34,7 +34,7 @@ const IN_MEMORY_ORIGIN: &str = "tool declarations";
 #[derive(Debug, Clone, Default)]
 pub struct ToolRegistry {
     tools: Vec<Arc<RegisteredTool>>,
-    by_name: HashMap<String, usize>,
+    by_name: foldhash::HashMap<String, usize>,
 }
 
 /// One declared tool, with its input schema compiled.

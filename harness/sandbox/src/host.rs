@@ -14,7 +14,6 @@ use wasmtime_wasi::WasiCtxBuilder;
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p1::WasiP1Ctx;
 
-use crate::bound;
 use crate::meter::{Meter, Stop};
 
 /// Everything a guest instance's store holds.
@@ -283,8 +282,9 @@ pub(crate) async fn dispatch(
     let run = caller.data_mut().run()?;
     for mut call in dispatched {
         // Up to max_tool_calls inputs of max_payload_bytes each would otherwise be held
-        // until the end, only to be cut from the result there.
-        let size = bound::json_len(&call.record.input) as u64;
+        // until the end, only to be cut from the result there. Measured as sent (the
+        // result is fitted to the output limit exactly at the end).
+        let size = call.input_bytes as u64;
         if run.recorded_input_bytes.saturating_add(size) > run.limits.max_output_bytes {
             call.record.input = serde_json::Value::Null;
             run.inputs_truncated = true;

@@ -68,13 +68,45 @@ impl Ordinary {
     }
 }
 
+impl Ordinary {
+    /// Whether `value` is an object of the plain object class (not an array, a function,
+    /// a proxy or any other exotic object).
+    ///
+    /// # Safety
+    /// `value` is alive.
+    pub(crate) unsafe fn is_plain_object(&self, value: qjs::JSValue) -> bool {
+        // SAFETY: reading a live value's tag and class id.
+        unsafe {
+            qjs::JS_VALUE_GET_NORM_TAG(value) == qjs::JS_TAG_OBJECT
+                && qjs::JS_GetClassID(value) == self.object_class
+        }
+    }
+}
+
 /// `value` (an object) as `JSON.stringify` would write it, or `None` when it is not made
 /// only of the ordinary parts above (nothing observable has happened then).
 pub(crate) fn encode(ctx: &Ctx<'_>, ordinary: &Ordinary, value: &Value<'_>) -> Option<String> {
+    let buffer = String::with_capacity(64);
+    // SAFETY: both are alive for the call.
+    unsafe { encode_raw(ctx.as_raw().as_ptr(), ordinary, value.as_raw(), buffer) }
+}
+
+/// [`encode`] for a value the caller holds as the engine's own, written into `buffer`
+/// (cleared first; a caller that writes often passes the last one back).
+///
+/// # Safety
+/// `ctx` is the live context and `value` a value alive in it for the call.
+pub(crate) unsafe fn encode_raw(
+    ctx: *mut qjs::JSContext,
+    ordinary: &Ordinary,
+    value: qjs::JSValue,
+    mut buffer: String,
+) -> Option<String> {
+    buffer.clear();
     let mut writer = Writer {
-        ctx: ctx.as_raw().as_ptr(),
+        ctx,
         ordinary,
-        out: String::with_capacity(64),
+        out: buffer,
     };
     // SAFETY: `value` is alive for the call; the writer frees every value it reads.
     unsafe {
@@ -90,10 +122,10 @@ pub(crate) fn encode(ctx: &Ctx<'_>, ordinary: &Ordinary, value: &Value<'_>) -> O
                 return None;
             }
         }
-        if qjs::JS_VALUE_GET_NORM_TAG(value.as_raw()) != qjs::JS_TAG_OBJECT {
+        if qjs::JS_VALUE_GET_NORM_TAG(value) != qjs::JS_TAG_OBJECT {
             return None;
         }
-        writer.object(value.as_raw(), 0)?;
+        writer.object(value, 0)?;
     }
     Some(writer.out)
 }
@@ -439,8 +471,20 @@ fn quote_into(out: &mut String, text: &str) {
 
 /// `text` as the value `JSON.parse(text)` makes, or `None` for text left to `JSON.parse`.
 pub(crate) fn decode<'js>(ctx: &Ctx<'js>, text: &str) -> Option<Value<'js>> {
+    // SAFETY: the context is alive; the value returned is owned and handed to its wrapper.
+    unsafe {
+        let value = decode_raw(ctx.as_raw().as_ptr(), text)?;
+        Some(Value::from_raw(ctx.clone(), value))
+    }
+}
+
+/// [`decode`], the value returned as the engine's own (the caller owns its reference).
+///
+/// # Safety
+/// `ctx` is the live context.
+pub(crate) unsafe fn decode_raw(ctx: *mut qjs::JSContext, text: &str) -> Option<qjs::JSValue> {
     let mut reader = Reader {
-        ctx: ctx.as_raw().as_ptr(),
+        ctx,
         source: text,
         text: text.as_bytes(),
         at: 0,
@@ -454,7 +498,7 @@ pub(crate) fn decode<'js>(ctx: &Ctx<'js>, text: &str) -> Option<Value<'js>> {
             qjs::JS_FreeValue(reader.ctx, value);
             return None;
         }
-        Some(Value::from_raw(ctx.clone(), value))
+        Some(value)
     }
 }
 

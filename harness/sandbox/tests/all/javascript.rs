@@ -348,6 +348,95 @@ for (const shape of [{ lone: "\ud800x" }, { ["\udc00"]: 1 }]) {
 }
 
 #[tokio::test]
+async fn tools_call_takes_every_argument_shape_and_says_what_is_wrong() {
+    // `tools.call` runs most calls natively and hands the rest to its general path: every
+    // shape must get the same answer either way, and a call made while another's argument
+    // is being written must get its own.
+    let mut deep = json!(1);
+    for _ in 0..40 {
+        deep = json!([deep]);
+    }
+    let tools = tools(json!([
+        static_tool("echo", json!({"ok": [1, 2, 3, 4]})),
+        static_tool("deep", deep.clone()),
+        {"name": "typed", "input_schema": {"type": "object", "required": ["n"]},
+         "handler": {"kind": "static", "result": 1}}
+    ]));
+    let code = r#"
+const outcome = (thunk) => {
+  try { const v = thunk(); return ["value", v && v.ok ? v.ok.length : v]; }
+  catch (e) { return e instanceof tools.ToolError ? [e.kind, e.tool, e.message] : [e.name, e.message]; }
+};
+const nested = { get a() { return tools.call("echo", { inner: true }).ok.length; } };
+let depth = 0;
+for (let d = tools.call("deep", {}); Array.isArray(d); d = d[0]) depth += 1;
+[
+  outcome(() => tools.call("echo")),
+  outcome(() => tools.call("echo", undefined)),
+  outcome(() => tools.call("echo", null)),
+  outcome(() => tools.call("echo", { a: 1 }, "extra")),
+  outcome(() => tools.call("echo", [1])),
+  outcome(() => tools.call("echo", () => 1)),
+  outcome(() => tools.call(7, {})),
+  outcome(() => tools.call("typed", {})),
+  outcome(() => tools.call("missing", {})),
+  outcome(() => tools.call("echo", nested)),
+  depth,
+]
+"#;
+    let result = completed(js(code, tools, defaults()).await);
+    let seen = result.result.as_array().expect("a list").clone();
+    let four = json!(["value", 4]);
+    assert_eq!(
+        seen[..4],
+        [four.clone(), four.clone(), four.clone(), four.clone()]
+    );
+    for (index, (kind, needle)) in [
+        ("TypeError", "tools.call() takes one object argument"),
+        ("TypeError", "tools.call() takes one object argument"),
+        ("TypeError", "takes the tool name as a string"),
+        ("invalid_input", "typed: "),
+        ("unknown_tool", "missing: unknown tool"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let got = &seen[4 + index];
+        assert_eq!(got[0], kind, "{got}");
+        let text = got
+            .as_array()
+            .and_then(|parts| parts.last())
+            .and_then(|t| t.as_str());
+        assert!(text.is_some_and(|t| t.contains(needle)), "{got}");
+    }
+    assert_eq!(seen[9], four);
+    assert_eq!(
+        seen[10],
+        json!(40),
+        "deep results are JSON.parse's to build"
+    );
+    let inputs: Vec<String> = result
+        .tool_calls
+        .iter()
+        .map(|call| format!("{} {}", call.name, call.input))
+        .collect();
+    assert_eq!(
+        inputs,
+        [
+            "deep {}",
+            "echo {}",
+            "echo {}",
+            "echo {}",
+            r#"echo {"a":1}"#,
+            "typed {}",
+            "missing {}",
+            r#"echo {"inner":true}"#,
+            r#"echo {"a":4}"#,
+        ]
+    );
+}
+
+#[tokio::test]
 async fn results_arrive_as_json_parse_makes_them() {
     // Results are built by the guest directly (JSON.parse only for what it leaves): the
     // values, key order, property kinds and prototypes must be JSON.parse's.
