@@ -75,18 +75,28 @@ async fn session_step(sandbox: &Sandbox, language: Language, code: &str) {
     for _ in 0..200 {
         in_session(&session, code).await;
     }
-    let mut samples = Vec::new();
-    for _ in 0..2000 {
-        samples.push(in_session(&session, code).await);
+    // With a pause too: what an idle process pays to pick work up again, with no
+    // instance to make (the floor under a fresh instance's run after a pause).
+    for (label, pause, runs) in [
+        ("back to back", Duration::ZERO, 2000),
+        ("after a 5 ms pause", Duration::from_millis(5), 500),
+    ] {
+        let mut samples = Vec::new();
+        for _ in 0..runs {
+            if !pause.is_zero() {
+                tokio::time::sleep(pause).await;
+            }
+            samples.push(in_session(&session, code).await);
+        }
+        let s = summarize(&mut samples);
+        println!(
+            "execution in a live session `{code}` ({}), {label}: p50 {}  p99 {}  (n={})",
+            language.as_str(),
+            fmt(s.p50),
+            fmt(s.p99),
+            s.count
+        );
     }
-    let s = summarize(&mut samples);
-    println!(
-        "execution in a live session `{code}` ({}): p50 {}  p99 {}  (n={})",
-        language.as_str(),
-        fmt(s.p50),
-        fmt(s.p99),
-        s.count
-    );
 }
 
 async fn tool_calls(sandbox: &Sandbox, language: Language, with_calls: &str, without: &str) {
