@@ -84,9 +84,15 @@ pub fn call_with<R>(
         Ok(answer) => read(answer),
         Err(error) => read(Err(host_fault(&error.to_string()))),
     };
-    INBOX.set(frame);
+    // A buffer grown by one large answer is not kept for the session's life.
+    if frame.capacity() <= KEPT_INBOX_BYTES {
+        INBOX.set(frame);
+    }
     answer
 }
+
+/// The largest inbox buffer [`call_with`] keeps for the next call.
+const KEPT_INBOX_BYTES: usize = 64 << 10;
 
 /// Replaces `buffer`'s contents with the inbox (of the length the host just announced).
 fn read_inbox_into(len: i32, buffer: &mut Vec<u8>) {

@@ -66,7 +66,13 @@ mod linux {
     const UFFD_FEATURE_WP_ASYNC: u64 = 1 << 15;
     const UFFDIO_REGISTER_MODE_WP: u64 = 1 << 1;
     const UFFDIO_WRITEPROTECT_MODE_WP: u64 = 1 << 0;
-    const PAGE_IS_WPALLOWED: u64 = 1 << 0;
+    const PM_SCAN_WP_MATCHING: u64 = 1 << 0;
+    const PM_SCAN_CHECK_WPASYNC: u64 = 1 << 1;
+    pub(super) const PAGE_IS_WRITTEN: u64 = 1 << 1;
+    pub(super) const PAGE_IS_FILE: u64 = 1 << 2;
+    const PAGE_IS_PRESENT: u64 = 1 << 3;
+    const PAGE_IS_SWAPPED: u64 = 1 << 4;
+    pub(super) const PAGE_IS_PFNZERO: u64 = 1 << 5;
 
     #[repr(C)]
     struct UffdioApi {
@@ -130,7 +136,8 @@ mod linux {
     pub(super) const PAGEMAP_SCAN: libc::c_ulong = read_write::<PmScanArg>(b'f', 16);
 
     /// The process's userfaultfd in asynchronous write-protect mode (it must stay open:
-    /// closing it would drop every registration), or none where the kernel refuses.
+    /// closing it would drop every registration), or none where the kernel refuses, or
+    /// does not track a scratch mapping's one written page exactly.
     fn userfaultfd() -> Option<&'static OwnedFd> {
         static FD: OnceLock<Option<OwnedFd>> = OnceLock::new();
         FD.get_or_init(|| {
@@ -143,16 +150,64 @@ mod linux {
             let fd = libc::c_int::try_from(fd).ok().filter(|fd| *fd >= 0)?;
             // SAFETY: `fd` was just opened and is owned by nothing else.
             let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+            let wanted = UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED;
             let mut api = UffdioApi {
                 api: UFFD_API,
-                features: UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED,
+                features: wanted,
                 ioctls: 0,
             };
             // SAFETY: `api` is the argument this request expects and outlives the call.
             let refused = unsafe { libc::ioctl(fd.as_raw_fd(), UFFDIO_API, &raw mut api) } != 0;
-            (!refused && crate::pages::pagemap().is_some()).then_some(fd)
+            // Older kernels grant what they have and say so, rather than refuse.
+            if refused || api.features & wanted != wanted {
+                return None;
+            }
+            tracks_exactly(&fd).then_some(fd)
         })
         .as_ref()
+    }
+
+    /// Arms a scratch mapping, writes one page of it and reads the count back: the whole
+    /// path works here (registration, protection, `PAGEMAP_SCAN`), or nothing is armed.
+    fn tracks_exactly(fd: &OwnedFd) -> bool {
+        let page = crate::pages::page_size();
+        let len = 4 * page;
+        // SAFETY: a new private anonymous mapping, used only here and unmapped at the end.
+        unsafe {
+            let base = libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
+            if base == libc::MAP_FAILED {
+                return false;
+            }
+            let start = base as usize;
+            let exact = arm(fd, start, len) && {
+                std::ptr::write_volatile(base.cast::<u8>().add(page), 1);
+                std::ptr::read_volatile(base.cast::<u8>().add(2 * page));
+                written_pages(start, start + len) == Some(1)
+            };
+            libc::munmap(base, len);
+            exact
+        }
+    }
+
+    /// The pages of `[start, end)` that read as written (what wasmtime's reset copies is
+    /// this, less file and zero pages).
+    fn written_pages(start: usize, end: usize) -> Option<usize> {
+        let written = PmScanArg {
+            category_mask: PAGE_IS_WRITTEN,
+            ..PmScanArg::default()
+        };
+        let mut pages = 0;
+        scan_all(start, end, written, |region| {
+            pages += (region.end - region.start) as usize / crate::pages::page_size();
+        })?;
+        Some(pages)
     }
 
     /// Whether this kernel tracks written pages exactly for [`track`]ed memory.
@@ -161,13 +216,14 @@ mod linux {
     }
 
     /// `PAGEMAP_SCAN` over `[start, end)` with `arg`'s filters set, into `regions`: the
-    /// number of regions reported.
+    /// number of regions reported, and where the walk stopped (`end`, or earlier when
+    /// `regions` filled up).
     pub(super) fn scan(
         start: usize,
         end: usize,
         mut arg: PmScanArg,
         regions: &mut [PageRegion],
-    ) -> Option<usize> {
+    ) -> Option<(usize, usize)> {
         let pagemap = crate::pages::pagemap()?;
         arg.size = size_of::<PmScanArg>() as u64;
         arg.start = start as u64;
@@ -175,41 +231,53 @@ mod linux {
         arg.vec = regions.as_mut_ptr() as u64;
         arg.vec_len = regions.len() as u64;
         // SAFETY: `arg` describes `regions`, which the kernel fills (at most `vec_len`),
-        // and outlives the call; the scanned range is only read.
+        // and outlives the call. The range is only read, unless `arg` asks for matching
+        // pages to be write-protected, which the caller vouches for.
         let found = unsafe { libc::ioctl(pagemap.as_raw_fd(), PAGEMAP_SCAN, &raw mut arg) };
-        usize::try_from(found).ok()
+        let found = usize::try_from(found).ok()?;
+        Some((found, arg.walk_end as usize))
     }
 
-    /// Arms `[base, base + len)` (see the module's notes) unless its first page is armed
-    /// already (a slot that kept its mapping since it was last armed).
-    ///
-    /// # Safety
-    /// The range must lie within one pool slot's memory reservation, page-aligned, and
-    /// hold exactly what a fresh instance of its image holds: no guest code has run in it
-    /// since it was instantiated. A page protected while holding anything else would not
-    /// be reset for the slot's next instance.
-    pub(crate) unsafe fn track(base: *mut u8, len: usize) {
-        let Some(fd) = userfaultfd() else { return };
-        let start = base as usize;
-        if len == 0 {
-            return;
-        }
-        let armed = PmScanArg {
-            category_mask: PAGE_IS_WPALLOWED,
-            return_mask: PAGE_IS_WPALLOWED,
-            ..PmScanArg::default()
-        };
-        let mut first = [const {
+    /// [`scan`] over the whole range, however many regions it takes: `each` sees every
+    /// region reported. `None` if the kernel refused.
+    pub(super) fn scan_all(
+        start: usize,
+        end: usize,
+        arg: PmScanArg,
+        mut each: impl FnMut(&PageRegion),
+    ) -> Option<()> {
+        let mut regions = [const {
             PageRegion {
                 start: 0,
                 end: 0,
                 categories: 0,
             }
-        }; 1];
-        let page = crate::pages::page_size();
-        if scan(start, start + page, armed, &mut first) != Some(0) {
-            return;
+        }; 64];
+        let mut cursor = start;
+        while cursor < end {
+            let filters = PmScanArg {
+                flags: arg.flags,
+                category_inverted: arg.category_inverted,
+                category_mask: arg.category_mask,
+                category_anyof_mask: arg.category_anyof_mask,
+                return_mask: arg.return_mask,
+                ..PmScanArg::default()
+            };
+            let (found, walk_end) = scan(cursor, end, filters, &mut regions)?;
+            regions[..found].iter().for_each(&mut each);
+            if found < regions.len() || walk_end <= cursor {
+                break;
+            }
+            cursor = walk_end;
         }
+        Some(())
+    }
+
+    /// Registers `[start, start + len)` for asynchronous write protection and protects it.
+    ///
+    /// # Safety
+    /// As for [`track`]: what the range holds now must be what its next reset restores.
+    unsafe fn arm(fd: &OwnedFd, start: usize, len: usize) -> bool {
         let range = || UffdioRange {
             start: start as u64,
             len: len as u64,
@@ -223,14 +291,49 @@ mod linux {
             range: range(),
             mode: UFFDIO_WRITEPROTECT_MODE_WP,
         };
-        // SAFETY: both arguments are what their requests expect and outlive the calls;
-        // the caller vouches that the range is one slot's pristine memory. Protection only
-        // makes the next write to each page fault once; contents are unchanged. A refusal
-        // leaves the range unarmed (over-reported), which costs time only.
+        // SAFETY: both arguments are what their requests expect and outlive the calls.
+        // Protection only makes the next write to each page fault once; contents are
+        // unchanged.
         unsafe {
-            if libc::ioctl(fd.as_raw_fd(), UFFDIO_REGISTER, &raw mut register) == 0 {
-                libc::ioctl(fd.as_raw_fd(), UFFDIO_WRITEPROTECT, &raw mut protect);
-            }
+            libc::ioctl(fd.as_raw_fd(), UFFDIO_REGISTER, &raw mut register) == 0
+                && libc::ioctl(fd.as_raw_fd(), UFFDIO_WRITEPROTECT, &raw mut protect) == 0
+        }
+    }
+
+    /// Arms `[base, base + len)` (see the module's notes). A range armed already (a slot
+    /// that kept its mapping) only has its discarded pages protected again: a reset that
+    /// ran past its budget unmapped the rest of the memory, and a page unmapped after it
+    /// was written reads as written from then on (measured: after one 12 MiB run every
+    /// later reset of the slot filled its budget). One scan does both: it fails where any
+    /// part of the range is not armed (a slot new to this process, or whose image wasmtime
+    /// mapped again), and the range is then armed whole.
+    ///
+    /// # Safety
+    /// The range must lie within one pool slot's memory reservation, page-aligned, and
+    /// hold exactly what a fresh instance of its image holds: no guest code has run in it
+    /// since it was instantiated. A page protected while holding anything else would not
+    /// be reset for the slot's next instance.
+    pub(crate) unsafe fn track(base: *mut u8, len: usize) {
+        let Some(fd) = userfaultfd() else { return };
+        let start = base as usize;
+        if len == 0 {
+            return;
+        }
+        // Written, neither mapped nor swapped out: discarded, so holding the image's
+        // contents again (a swapped-out page holds what was written, and is left alone).
+        let discarded = PmScanArg {
+            flags: PM_SCAN_WP_MATCHING | PM_SCAN_CHECK_WPASYNC,
+            category_inverted: PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+            category_mask: PAGE_IS_WRITTEN | PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+            ..PmScanArg::default()
+        };
+        if scan_all(start, start + len, discarded, |_| {}).is_some() {
+            return;
+        }
+        // SAFETY: the caller vouches that the range is one slot's pristine memory. A
+        // refusal leaves it unarmed (over-reported), which costs time only.
+        unsafe {
+            arm(fd, start, len);
         }
     }
 }
@@ -242,40 +345,22 @@ mod linux {
     reason = "the test maps, writes and unmaps its own memory"
 )]
 mod tests {
-    use super::linux::{PageRegion, PmScanArg, scan};
+    use super::linux::{PAGE_IS_FILE, PAGE_IS_PFNZERO, PAGE_IS_WRITTEN, PmScanArg, scan_all};
     use super::*;
-
-    const PAGE_IS_WRITTEN: u64 = 1 << 1;
-    const PAGE_IS_FILE: u64 = 1 << 2;
-    const PAGE_IS_PFNZERO: u64 = 1 << 5;
 
     /// The pages of `[start, start + len)` wasmtime's reset would copy: written, neither
     /// a file page nor the zero page.
     fn reset_by_wasmtime(start: usize, len: usize) -> usize {
-        let mut regions = [const {
-            PageRegion {
-                start: 0,
-                end: 0,
-                categories: 0,
-            }
-        }; 64];
+        let arg = PmScanArg {
+            category_inverted: PAGE_IS_PFNZERO | PAGE_IS_FILE,
+            category_mask: PAGE_IS_WRITTEN | PAGE_IS_PFNZERO | PAGE_IS_FILE,
+            ..PmScanArg::default()
+        };
         let mut pages = 0;
-        let mut cursor = start;
-        while cursor < start + len {
-            let arg = PmScanArg {
-                category_inverted: PAGE_IS_PFNZERO | PAGE_IS_FILE,
-                category_mask: PAGE_IS_WRITTEN | PAGE_IS_PFNZERO | PAGE_IS_FILE,
-                ..PmScanArg::default()
-            };
-            let found = scan(cursor, start + len, arg, &mut regions).expect("the scan runs");
-            for region in &regions[..found] {
-                pages += (region.end - region.start) as usize / crate::pages::page_size();
-            }
-            if found < regions.len() {
-                break;
-            }
-            cursor = regions[found - 1].end as usize;
-        }
+        scan_all(start, start + len, arg, |region| {
+            pages += (region.end - region.start) as usize / crate::pages::page_size();
+        })
+        .expect("the scan runs");
         pages
     }
 
@@ -354,5 +439,58 @@ mod tests {
         assert_eq!(tracked_len(1 << 20, 1 << 30), (1 << 20) + GROWTH_TRACKED);
         assert_eq!(tracked_len(1 << 20, (2 << 20) + 7), 2 << 20);
         assert_eq!(tracked_len(usize::MAX - 3, usize::MAX) % page, 0);
+    }
+
+    #[test]
+    fn a_slot_armed_again_after_a_reset_past_its_budget_reports_only_what_was_written() {
+        if !available() {
+            eprintln!("skipped: this kernel has no asynchronous userfaultfd write protection");
+            return;
+        }
+        let page = crate::pages::page_size();
+        let len = 32 << 20;
+        let base = reserve(len, len);
+        let start = base as usize;
+        // SAFETY: nothing has been written to the new mapping; then writes within it, the
+        // discard wasmtime does past its budget, and a fresh mapping over part of it.
+        unsafe {
+            track(base, len);
+            for index in 0..150 {
+                base.add(index * 37 % 4096 * page).write_volatile(1);
+            }
+            for offset in ((16 << 20)..(28 << 20)).step_by(page) {
+                base.add(offset).write_volatile(2);
+            }
+            // The reset copies back what fits its budget and discards the rest.
+            assert_eq!(
+                libc::madvise(base.add(16 << 20).cast(), 12 << 20, libc::MADV_DONTNEED),
+                0
+            );
+            assert!(
+                reset_by_wasmtime(start, len) > 3000,
+                "discarded pages read as written"
+            );
+            track(base, len);
+            assert_eq!(reset_by_wasmtime(start, len), 150);
+            // The pages written before stay unprotected: writing them again is no fault,
+            // and they are reported as before.
+            base.write_volatile(3);
+            assert_eq!(reset_by_wasmtime(start, len), 150);
+            // A mapping put over part of the range (as wasmtime maps an image again) is
+            // not armed: the next arming covers it, and one write there is one page.
+            let remapped = libc::mmap(
+                base.add(8 << 20).cast(),
+                1 << 20,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED,
+                -1,
+                0,
+            );
+            assert_eq!(remapped, base.add(8 << 20).cast());
+            track(base, len);
+            base.add((8 << 20) + 5 * page).write_volatile(4);
+            assert_eq!(reset_by_wasmtime(start + (8 << 20), 1 << 20), 1);
+            libc::munmap(base.cast(), len);
+        }
     }
 }

@@ -176,7 +176,17 @@ fn caught<'js>(ctx: &Ctx<'js>, error: Error) -> Value<'js> {
 
 fn type_error<'js>(ctx: &Ctx<'js>, message: &str) -> Value<'js> {
     let _ = Exception::throw_type(ctx, message);
-    ctx.catch()
+    let error = ctx.catch();
+    // `tools.call` is a native function (see `direct`): its own frame tops the stack of
+    // an error raised in it, where the author's call site belongs (runtime.js drops it
+    // the same way from the errors it makes).
+    if let Some(object) = error.as_object()
+        && let Ok(stack) = object.get::<_, String>("stack")
+        && let Some(rest) = stack.strip_prefix("    at call (native)\n")
+    {
+        let _ = object.set("stack", rest);
+    }
+    error
 }
 
 fn exception_message(value: &Value<'_>) -> String {
@@ -1095,6 +1105,9 @@ mod direct {
 
     use super::Bridge;
 
+    /// The largest argument buffer kept for the next call.
+    const KEPT_BUFFER_BYTES: usize = 64 << 10;
+
     thread_local! {
         /// The bridge the native entry serves (the guest has one context, one thread).
         static BRIDGE: std::cell::RefCell<Option<Rc<Bridge>>> =
@@ -1118,7 +1131,8 @@ mod direct {
             let raw = qjs::JS_NewCFunctionData(
                 ctx.as_raw().as_ptr(),
                 Some(entry),
-                2,
+                // `tools.call.length`, as rquickjs counted it: one required argument.
+                1,
                 0,
                 1,
                 data.as_mut_ptr(),
@@ -1140,8 +1154,8 @@ mod direct {
         _magic: std::ffi::c_int,
         data: *mut qjs::JSValue,
     ) -> qjs::JSValue {
-        // SAFETY: the engine passes `argc` live arguments (padded to the declared length)
-        // and the one data value given at creation, all alive for the call.
+        // SAFETY: the engine passes `argc` live arguments and the one data value given at
+        // creation, all alive for the call.
         unsafe {
             let count = usize::try_from(argc).unwrap_or(0);
             let args = if argv.is_null() {
@@ -1206,7 +1220,10 @@ mod direct {
                 Err(_) => None,
             };
             qjs::JS_FreeCString(ctx, text);
-            INPUT.set(input);
+            // A buffer grown by one large argument is not kept for the session's life.
+            if input.capacity() <= KEPT_BUFFER_BYTES {
+                INPUT.set(input);
+            }
             value
         }
     }

@@ -292,7 +292,9 @@
     return { name, message, stack: typeof stack === "string" ? cleanStack(stack) : "" };
   }
 
-  // Drops this runtime's own frames: they mean nothing to the code's author.
+  // Drops this runtime's own frames: they mean nothing to the code's author. That
+  // includes `tools.call`'s own frame above the author's in the errors it raises (a native function's
+  // frame; the author's call site is the next line).
   function cleanStack(stack) {
     let out = "";
     let from = 0;
@@ -300,7 +302,9 @@
       let at = StringPrototypeIndexOf(stack, "\n", from);
       if (at < 0) at = stack.length;
       const line = StringPrototypeSlice(stack, from, at);
-      if (StringPrototypeIndexOf(line, "<cordon>") < 0 && line.length > 0) out += line + "\n";
+      const own = StringPrototypeIndexOf(line, "<cordon>") >= 0
+        || (out === "" && line === "    at call (native)");
+      if (!own && line.length > 0) out += line + "\n";
       from = at + 1;
     }
     return StringPrototypeSlice(out, 0, out.length - 1);

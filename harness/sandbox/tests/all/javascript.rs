@@ -382,6 +382,10 @@ for (let d = tools.call("deep", {}); Array.isArray(d); d = d[0]) depth += 1;
   outcome(() => tools.call("missing", {})),
   outcome(() => tools.call("echo", nested)),
   depth,
+  [typeof tools.call, tools.call.name, tools.call.length],
+  [() => tools.call("missing", {}), () => tools.call(7)].map((thunk) => {
+    try { thunk(); } catch (e) { return e.stack.split("\n")[0]; }
+  }),
 ]
 "#;
     let result = completed(js(code, tools, defaults()).await);
@@ -415,6 +419,15 @@ for (let d = tools.call("deep", {}); Array.isArray(d); d = d[0]) depth += 1;
         json!(40),
         "deep results are JSON.parse's to build"
     );
+    assert_eq!(seen[11], json!(["function", "call", 1]));
+    // Errors start at the author's call site, not in `tools.call` itself.
+    for top in seen[12].as_array().expect("two stacks") {
+        let top = top.as_str().unwrap_or_default();
+        assert!(
+            top.starts_with("    at ") && top.contains("<cell>"),
+            "{top:?}"
+        );
+    }
     let inputs: Vec<String> = result
         .tool_calls
         .iter()
@@ -432,6 +445,7 @@ for (let d = tools.call("deep", {}); Array.isArray(d); d = d[0]) depth += 1;
             "missing {}",
             r#"echo {"inner":true}"#,
             r#"echo {"a":4}"#,
+            "missing {}",
         ]
     );
 }

@@ -154,7 +154,7 @@ async fn back_to_back_executions_in_a_pool_of_one_share_it_with_the_instance_mad
     );
 }
 
-/// Fresh instances reuse memory slots (RustPython's reset in place where the kernel tracks
+/// Fresh instances reuse memory slots (reset in place where the kernel tracks
 /// written pages): whatever a run wrote, heap, modules and builtins, in pages it kept or
 /// past what a slot keeps, the next run starts from the image.
 #[tokio::test]
@@ -171,23 +171,26 @@ async fn fresh_instances_start_from_the_image_whatever_ran_before() {
         let request = cordon_sandbox::ExecutionRequest::new(language, code, no_tools());
         sandbox.execute(request).wait()
     };
-    let dirty = "import sys, json, builtins\n\
+    // Nothing the runtime itself uses is patched: CPython's runtime is Python code in the
+    // same interpreter, and a patched `len` would break the dirty run itself.
+    let dirty = "import sys, builtins, textwrap\n\
                  secret = bytearray(b's' * (12 << 20))\n\
                  kept = [{'i': i} for i in range(20000)]\n\
                  sys.modules['planted'] = 1\n\
-                 json.dumps = None\n\
-                 builtins.len = lambda x: -1\n\
+                 textwrap.dedent = None\n\
+                 builtins.planted_builtin = True\n\
                  len(kept)";
-    let check = "import sys, json\n\
+    let check = "import sys, builtins, textwrap\n\
                  [sorted(k for k in ('secret', 'kept') if k in globals()), 'planted' in sys.modules, \
-                  len([1, 2]), json.dumps({'a': [1, 2]}), sum(range(1000)), bytearray(1 << 16).count(0)]";
+                  hasattr(builtins, 'planted_builtin'), textwrap.dedent('  a'), sum(range(1000)), \
+                  bytearray(1 << 16).count(0)]";
     for round in 0..8 {
         let written = completed(run(dirty).await);
-        assert_eq!(written.result, json!(-1), "round {round}");
+        assert_eq!(written.result, json!(20000), "round {round}");
         let clean = completed(run(check).await);
         assert_eq!(
             clean.result,
-            json!([[], false, 2, "{\"a\": [1, 2]}", 499500, 65536]),
+            json!([[], false, false, "a", 499500, 65536]),
             "round {round}"
         );
     }
