@@ -69,10 +69,8 @@ mod linux {
     const PM_SCAN_WP_MATCHING: u64 = 1 << 0;
     const PM_SCAN_CHECK_WPASYNC: u64 = 1 << 1;
     pub(super) const PAGE_IS_WRITTEN: u64 = 1 << 1;
-    pub(super) const PAGE_IS_FILE: u64 = 1 << 2;
     const PAGE_IS_PRESENT: u64 = 1 << 3;
     const PAGE_IS_SWAPPED: u64 = 1 << 4;
-    pub(super) const PAGE_IS_PFNZERO: u64 = 1 << 5;
 
     #[repr(C)]
     struct UffdioApi {
@@ -345,8 +343,11 @@ mod linux {
     reason = "the test maps, writes and unmaps its own memory"
 )]
 mod tests {
-    use super::linux::{PAGE_IS_FILE, PAGE_IS_PFNZERO, PAGE_IS_WRITTEN, PmScanArg, scan_all};
+    use super::linux::{PAGE_IS_WRITTEN, PmScanArg, scan_all};
     use super::*;
+
+    const PAGE_IS_FILE: u64 = 1 << 2;
+    const PAGE_IS_PFNZERO: u64 = 1 << 5;
 
     /// The pages of `[start, start + len)` wasmtime's reset would copy: written, neither
     /// a file page nor the zero page.
