@@ -88,11 +88,12 @@ fn fail(what: &str) -> impl FnOnce(wasmtime::Error) -> SandboxError + '_ {
 /// Bytes of a returned CPython memory slot reset in place (its written pages copied back
 /// from the image), where the kernel tracks written pages exactly ([`crate::dirty`]); else
 /// slots are unmapped and the spare's pages faulted in ahead. Measured: a fresh `print(1)`
-/// 2.72 → 0.66 ms p50, a pandas DataFrame sum 5.84 → 1.77 ms.
+/// 2.72 → 0.72–0.80 ms p50, a pandas DataFrame sum 5.84 → 1.72–2.11 ms.
 const KEEP_RESIDENT: usize = 16 << 20;
 /// Unused slots that keep their resident pages: bounds what idle slots hold to
-/// `WARM_SLOTS × KEEP_RESIDENT` (a linear memory and a GC heap each take one).
-const WARM_SLOTS: u32 = 32;
+/// `WARM_SLOTS × KEEP_RESIDENT` (an instance's linear memory and its GC heap take one
+/// each; 8 measured slower: slots were evicted and made again).
+const WARM_SLOTS: u32 = 16;
 
 /// The engine of the CPython guest: the sandbox's settings plus exception handling (the
 /// module uses the standard proposal, `exnref`). A separate engine keeps the other guests'
