@@ -2177,9 +2177,14 @@ impl Backend for BrowserSession {
 
     async fn current_url(&mut self) -> Result<String> {
         self.guard()?;
-        let mut lost = self.lost_rx.clone();
-        let r = watch_lost(&mut lost, self.generation, self.current_url_inner()).await;
-        self.vet(r).await
+        let mut swaps = 0;
+        loop {
+            let mut lost = self.lost_rx.clone();
+            let r = watch_lost(&mut lost, self.generation, self.current_url_inner()).await;
+            if !frame_swapping(&r, &mut swaps).await {
+                return self.vet(r).await;
+            }
+        }
     }
 
     async fn run(&mut self, op: &Op) -> Result<()> {
@@ -2191,17 +2196,49 @@ impl Backend for BrowserSession {
 
     async fn settle(&mut self) -> Result<bool> {
         self.guard()?;
-        let mut lost = self.lost_rx.clone();
-        let r = watch_lost(&mut lost, self.generation, self.settle_inner(true)).await;
-        self.vet(r).await
+        let mut swaps = 0;
+        loop {
+            let mut lost = self.lost_rx.clone();
+            let r = watch_lost(&mut lost, self.generation, self.settle_inner(true)).await;
+            if !frame_swapping(&r, &mut swaps).await {
+                return self.vet(r).await;
+            }
+        }
     }
 
     async fn capture(&mut self, plan: &CapturePlan, format: ImageFormat) -> Result<EncodedImage> {
         self.guard()?;
-        let mut lost = self.lost_rx.clone();
-        let r = watch_lost(&mut lost, self.generation, self.capture_inner(plan, format)).await;
-        self.vet(r).await
+        let mut swaps = 0;
+        loop {
+            let mut lost = self.lost_rx.clone();
+            let r = watch_lost(&mut lost, self.generation, self.capture_inner(plan, format)).await;
+            if !frame_swapping(&r, &mut swaps).await {
+                return self.vet(r).await;
+            }
+        }
     }
+}
+
+/// What Chromium answers a command sent to a page while its main frame is being swapped
+/// (an error page committing for a refused redirect, then the session going back from it):
+/// a moment later the page answers again. Seen under load: a step whose navigation was
+/// refused failed with it instead of reporting the refusal.
+const FRAME_SWAP_ERROR: &str = "Not attached to an active page";
+/// Times an idempotent command (settling, capturing, reading the URL) is sent again after
+/// [`FRAME_SWAP_ERROR`], and the pause before each.
+const FRAME_SWAP_RETRIES: u32 = 5;
+const FRAME_SWAP_PAUSE: Duration = Duration::from_millis(40);
+
+/// Whether `r` failed only because the page's frame was being swapped and the command is
+/// worth sending again: then, after a pause, counting the attempt in `swaps`.
+async fn frame_swapping<T>(r: &Result<T>, swaps: &mut u32) -> bool {
+    let swapping = matches!(r, Err(Error::Browser(message)) if message.contains(FRAME_SWAP_ERROR));
+    if !swapping || *swaps >= FRAME_SWAP_RETRIES {
+        return false;
+    }
+    *swaps += 1;
+    tokio::time::sleep(FRAME_SWAP_PAUSE).await;
+    true
 }
 
 /// Runs `op` unless generation `generation` is lost first (then it is dropped: a dead
@@ -2253,5 +2290,30 @@ impl BrowserSession {
             }
             None => Err(e),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn only_a_frame_swap_is_retried_and_only_a_few_times() {
+        let swapped: Result<()> = Err(Error::Browser(
+            "Error -32000: Not attached to an active page".into(),
+        ));
+        let mut swaps = 0;
+        for _ in 0..FRAME_SWAP_RETRIES {
+            assert!(frame_swapping(&swapped, &mut swaps).await);
+        }
+        assert!(
+            !frame_swapping(&swapped, &mut swaps).await,
+            "retries are bounded"
+        );
+        let mut swaps = 0;
+        let other: Result<()> = Err(Error::Browser("Error -32000: Cannot navigate".into()));
+        assert!(!frame_swapping(&other, &mut swaps).await);
+        assert!(!frame_swapping(&Ok(()), &mut swaps).await);
+        assert_eq!(swaps, 0);
     }
 }
