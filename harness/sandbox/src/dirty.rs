@@ -108,7 +108,7 @@ mod linux {
     }
 
     #[repr(C)]
-    #[derive(Default)]
+    #[derive(Default, Clone, Copy)]
     pub(super) struct PmScanArg {
         pub(super) size: u64,
         pub(super) flags: u64,
@@ -218,7 +218,7 @@ mod linux {
     /// `PAGEMAP_SCAN` over `[start, end)` with `arg`'s filters set, into `regions`: the
     /// number of regions reported, and where the walk stopped (`end`, or earlier when
     /// `regions` filled up).
-    pub(super) fn scan(
+    fn scan(
         start: usize,
         end: usize,
         mut arg: PmScanArg,
@@ -255,15 +255,7 @@ mod linux {
         }; 64];
         let mut cursor = start;
         while cursor < end {
-            let filters = PmScanArg {
-                flags: arg.flags,
-                category_inverted: arg.category_inverted,
-                category_mask: arg.category_mask,
-                category_anyof_mask: arg.category_anyof_mask,
-                return_mask: arg.return_mask,
-                ..PmScanArg::default()
-            };
-            let (found, walk_end) = scan(cursor, end, filters, &mut regions)?;
+            let (found, walk_end) = scan(cursor, end, arg, &mut regions)?;
             regions[..found].iter().for_each(&mut each);
             if found < regions.len() || walk_end <= cursor {
                 break;
@@ -367,6 +359,14 @@ mod tests {
         pages
     }
 
+    /// Whether this kernel tracks writes exactly; says so when a test is skipped for it.
+    fn tracking_here() -> bool {
+        if !available() {
+            eprintln!("skipped: this kernel has no asynchronous userfaultfd write protection");
+        }
+        available()
+    }
+
     /// A slot-like reservation: `accessible` bytes read-write, the rest of `reserved`
     /// inaccessible until "grown".
     fn reserve(reserved: usize, accessible: usize) -> *mut u8 {
@@ -391,8 +391,7 @@ mod tests {
 
     #[test]
     fn armed_memory_reports_exactly_the_pages_written() {
-        if !available() {
-            eprintln!("skipped: this kernel has no asynchronous userfaultfd write protection");
+        if !tracking_here() {
             return;
         }
         let page = crate::pages::page_size();
@@ -446,8 +445,7 @@ mod tests {
 
     #[test]
     fn a_slot_armed_again_after_a_reset_past_its_budget_reports_only_what_was_written() {
-        if !available() {
-            eprintln!("skipped: this kernel has no asynchronous userfaultfd write protection");
+        if !tracking_here() {
             return;
         }
         let page = crate::pages::page_size();

@@ -227,10 +227,30 @@ pub(crate) fn pool_config(config: &SandboxConfig, instance_size: usize) -> Pooli
         .total_memories(count)
         .total_tables(count)
         .total_stacks(count)
-        .max_memory_size(usize::try_from(config.max_memory_bytes).unwrap_or(usize::MAX))
+        .max_memory_size(max_memory(config))
         .table_elements(200_000)
         .max_core_instance_size(instance_size);
     pool
+}
+
+/// The largest memory an instance may have: every pool slot holds this much.
+fn max_memory(config: &SandboxConfig) -> usize {
+    usize::try_from(config.max_memory_bytes).unwrap_or(usize::MAX)
+}
+
+/// Has `pool` reset `bytes` of each returned memory slot in place (its written pages
+/// copied back from the image) instead of unmapping them; 0 unmaps them all.
+pub(crate) fn keep_resident(pool: &mut PoolingAllocationConfig, bytes: usize) {
+    if bytes > 0 {
+        pool.pagemap_scan(Enabled::Auto)
+            .linear_memory_keep_resident(bytes);
+    }
+}
+
+/// How far an image's instances are armed for exact write tracking ([`dirty`]): the
+/// largest memory, which every slot holds; none where the kernel cannot track.
+pub(crate) fn tracked_max(config: &SandboxConfig) -> Option<usize> {
+    dirty::available().then(|| max_memory(config))
 }
 
 /// The engine settings every guest shares (epoch limits, deep stacks, copy-on-write
@@ -257,10 +277,7 @@ fn engine(config: &SandboxConfig, keep_resident: usize) -> Result<Engine, Sandbo
     let mut pool = pool_config(config, 4 << 20);
     pool.table_keep_resident(KEEP_RESIDENT_TABLE)
         .max_unused_warm_slots(MAX_WARM_SLOTS);
-    if keep_resident > 0 {
-        pool.pagemap_scan(Enabled::Auto)
-            .linear_memory_keep_resident(keep_resident);
-    }
+    self::keep_resident(&mut pool, keep_resident);
     let mut wasm = engine_config(pool);
     // The build has GC support for the CPython guest's exceptions (its own engine); these
     // guests need neither.
@@ -320,10 +337,7 @@ impl Sandbox {
             return Ok(image.clone());
         }
         let config = &self.shared.config;
-        // Slots reset in place are armed for exact tracking where the kernel can; the
-        // pool's slots all hold the largest memory.
-        let tracked_max = dirty::available()
-            .then(|| usize::try_from(config.max_memory_bytes).unwrap_or(usize::MAX));
+        let tracked_max = tracked_max(config);
         let (engine, linker, spare) = if language == Language::Javascript {
             let (engine, linker) = self.javascript_engine()?;
             // Its slots keep their pages: no faults to save, and instantiating is a small

@@ -1184,8 +1184,8 @@ mod direct {
         args: &[qjs::JSValue],
     ) -> Option<qjs::JSValue> {
         let ordinary = &bridge.hooks.ordinary;
-        // SAFETY: reading tags and class ids of live values; the name's text is the
-        // engine's (no copy for ASCII) and freed below; the argument is only read.
+        // SAFETY: reading tags and class ids of live values; the name is a live string
+        // and the argument is only read.
         unsafe {
             let (name, input) = match args {
                 [name] => (*name, None),
@@ -1207,19 +1207,11 @@ mod direct {
                     empty
                 }
             };
-            let mut len: qjs::size_t = 0;
-            let text = qjs::JS_ToCStringLen2(ctx, &mut len, name, false);
-            if text.is_null() {
-                qjs::JS_FreeValue(ctx, qjs::JS_GetException(ctx));
-                return None;
-            }
-            let bytes = std::slice::from_raw_parts(text.cast::<u8>(), len as usize);
-            let value = match std::str::from_utf8(bytes) {
-                Ok(tool) => Some(settle(bridge, ctx, tool, &input)),
-                // A lone surrogate: the general path words it as it always has.
-                Err(_) => None,
-            };
-            qjs::JS_FreeCString(ctx, text);
+            // A name the engine cannot write out as UTF-8 (a lone surrogate) goes to the
+            // general path, which words it as it always has.
+            let value = crate::json::with_text(ctx, crate::json::Text::Value(name), |tool| {
+                settle(bridge, ctx, tool, &input)
+            });
             // A buffer grown by one large argument is not kept for the session's life.
             if input.capacity() <= KEPT_BUFFER_BYTES {
                 INPUT.set(input);

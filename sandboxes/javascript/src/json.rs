@@ -130,6 +130,42 @@ pub(crate) unsafe fn encode_raw(
     Some(writer.out)
 }
 
+/// A string the engine holds: a string value, or a property key.
+pub(crate) enum Text {
+    Value(qjs::JSValue),
+    Atom(qjs::JSAtom),
+}
+
+/// Hands `read` the text of `of` as the engine writes it out (its own bytes for ASCII, no
+/// copy), then frees it. `None` when the engine cannot (the exception is dropped) or the
+/// text is not UTF-8: a lone surrogate, which the engine keeps as its own three bytes
+/// (`JSON.stringify` escapes it as `\udXXX`).
+///
+/// # Safety
+/// `ctx` is the live context and `of` alive in it.
+pub(crate) unsafe fn with_text<R>(
+    ctx: *mut qjs::JSContext,
+    of: Text,
+    read: impl FnOnce(&str) -> R,
+) -> Option<R> {
+    let mut len: qjs::size_t = 0;
+    // SAFETY: the engine returns `len` bytes at `text`, alive until freed here.
+    unsafe {
+        let text = match of {
+            Text::Value(value) => qjs::JS_ToCStringLen2(ctx, &mut len, value, false),
+            Text::Atom(atom) => qjs::JS_AtomToCStringLen(ctx, &mut len, atom),
+        };
+        if text.is_null() {
+            clear_exception(ctx);
+            return None;
+        }
+        let bytes = std::slice::from_raw_parts(text.cast::<u8>(), len as usize);
+        let read = std::str::from_utf8(bytes).ok().map(read);
+        qjs::JS_FreeCString(ctx, text);
+        read
+    }
+}
+
 /// Drops an exception the engine raised (only running out of memory can raise one here):
 /// the caller falls back to `JSON.stringify` or `JSON.parse`, which meet the same condition
 /// and report it.
@@ -227,44 +263,21 @@ impl Writer<'_> {
     }
 
     unsafe fn string(&mut self, value: qjs::JSValue) -> Option<()> {
-        let mut len: qjs::size_t = 0;
-        // SAFETY: `value` is a string; the C string is freed below.
+        // SAFETY: `value` is a live string.
         unsafe {
-            let text = qjs::JS_ToCStringLen2(self.ctx, &mut len, value, false);
-            if text.is_null() {
-                self.clear_exception();
-                return None;
-            }
-            let written = self.quoted(text, len);
-            qjs::JS_FreeCString(self.ctx, text);
-            written
+            with_text(self.ctx, Text::Value(value), |text| {
+                quote_into(&mut self.out, text)
+            })
         }
     }
 
     unsafe fn key(&mut self, atom: qjs::JSAtom) -> Option<()> {
-        let mut len: qjs::size_t = 0;
-        // SAFETY: the C string is freed below.
+        // SAFETY: `atom` is a live property key.
         unsafe {
-            let text = qjs::JS_AtomToCStringLen(self.ctx, &mut len, atom);
-            if text.is_null() {
-                self.clear_exception();
-                return None;
-            }
-            let written = self.quoted(text, len);
-            qjs::JS_FreeCString(self.ctx, text);
-            written
+            with_text(self.ctx, Text::Atom(atom), |text| {
+                quote_into(&mut self.out, text)
+            })
         }
-    }
-
-    /// Writes `len` bytes at `text` as a JSON string. A string with a lone surrogate is
-    /// not UTF-8 here (the engine keeps the surrogate's own three bytes): `None`, and
-    /// `JSON.stringify` escapes it as `\udXXX`.
-    unsafe fn quoted(&mut self, text: *const std::ffi::c_char, len: qjs::size_t) -> Option<()> {
-        // SAFETY: the engine returned `len` bytes at `text`, alive until freed.
-        let bytes = unsafe { std::slice::from_raw_parts(text.cast::<u8>(), len as usize) };
-        let text = std::str::from_utf8(bytes).ok()?;
-        quote_into(&mut self.out, text);
-        Some(())
     }
 
     unsafe fn object(&mut self, object: qjs::JSValue, depth: usize) -> Option<()> {

@@ -108,9 +108,8 @@ pub(crate) fn engine(config: &SandboxConfig) -> Result<Engine, SandboxError> {
         .total_memories(count.saturating_mul(2))
         .total_stacks(count.saturating_mul(2));
     if crate::dirty::available() {
-        pool.pagemap_scan(wasmtime::Enabled::Auto)
-            .linear_memory_keep_resident(KEEP_RESIDENT)
-            .max_unused_warm_slots(WARM_SLOTS);
+        crate::keep_resident(&mut pool, KEEP_RESIDENT);
+        pool.max_unused_warm_slots(WARM_SLOTS);
     }
     let mut wasm = crate::engine_config(pool);
     wasm.wasm_exceptions(true);
@@ -261,8 +260,7 @@ pub(crate) async fn load(
     })
     .await?;
     let mounts = mounts(stdlib_zip, false)?;
-    let tracked_max = crate::dirty::available()
-        .then(|| usize::try_from(config.max_memory_bytes).unwrap_or(usize::MAX));
+    let tracked_max = crate::tracked_max(config);
     let pre = linker
         .instantiate_pre(&module)
         .map_err(fail("linking the CPython image"))?;

@@ -29,6 +29,15 @@ pub async fn sandbox() -> &'static Sandbox {
         .await
 }
 
+/// A sandbox of its own with `language` loaded and a pool of `instances`: for tests about
+/// how slots are shared and reused.
+pub async fn small_pool(language: Language, instances: u32) -> Sandbox {
+    let config = SandboxConfig::default()
+        .preload(vec![language])
+        .max_instances(instances);
+    Sandbox::new(config).await.expect("the sandbox starts")
+}
+
 /// Tools from a JSON array of declarations.
 pub fn tools(declarations: Value) -> Dispatcher {
     let registry = ToolRegistry::from_json(

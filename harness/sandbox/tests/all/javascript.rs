@@ -238,13 +238,7 @@ async fn fresh_instances_start_from_the_image_whatever_ran_before() {
 /// starts the next execution at once must still find a slot, even in a pool of one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn back_to_back_executions_in_a_pool_of_one_never_find_it_full() {
-    let sandbox = cordon_sandbox::Sandbox::new(
-        cordon_sandbox::SandboxConfig::default()
-            .preload(vec![Language::Javascript])
-            .max_instances(1),
-    )
-    .await
-    .expect("the sandbox starts");
+    let sandbox = small_pool(Language::Javascript, 1).await;
     for round in 0..200 {
         let request = cordon_sandbox::ExecutionRequest::new(
             Language::Javascript,

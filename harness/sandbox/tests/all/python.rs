@@ -127,13 +127,7 @@ async fn back_to_back_executions_in_a_pool_of_one_share_it_with_the_instance_mad
     // Between executions the pool's only slot holds the instance made ahead for the next
     // one: every execution must still get an instance, and find it as fresh as a new one.
     let language = python_language();
-    let sandbox = cordon_sandbox::Sandbox::new(
-        cordon_sandbox::SandboxConfig::default()
-            .preload(vec![language])
-            .max_instances(1),
-    )
-    .await
-    .expect("the sandbox starts");
+    let sandbox = small_pool(language, 1).await;
     for round in 0..30 {
         let code = format!("assert 'seen' not in globals()\nseen = {round}\nseen + 1");
         let request = cordon_sandbox::ExecutionRequest::new(language, code, no_tools());
@@ -160,13 +154,7 @@ async fn back_to_back_executions_in_a_pool_of_one_share_it_with_the_instance_mad
 #[tokio::test]
 async fn fresh_instances_start_from_the_image_whatever_ran_before() {
     let language = python_language();
-    let sandbox = cordon_sandbox::Sandbox::new(
-        cordon_sandbox::SandboxConfig::default()
-            .preload(vec![language])
-            .max_instances(2),
-    )
-    .await
-    .expect("the sandbox starts");
+    let sandbox = small_pool(language, 2).await;
     let run = |code: &str| {
         let request = cordon_sandbox::ExecutionRequest::new(language, code, no_tools());
         sandbox.execute(request).wait()
