@@ -2,8 +2,16 @@
 //! navigable (`file:`, `chrome:`, `javascript:` …).
 //!
 //! Patterns are origins (`http://127.0.0.1:8080`), wildcard hosts (`https://*.example.com`)
-//! or bare hosts (`example.com`, any scheme, default ports). `ws:`/`wss:` URLs match the
+//! or bare hosts (`example.com`: http or https, each on its default port). A pattern
+//! without a port covers only the default port of the URL's scheme (80 for http, 443 for
+//! https); `host:8080` covers that port, `host:*` every port. `ws:`/`wss:` URLs match the
 //! `http:`/`https:` patterns of the same host and port, as browsers treat them.
+//!
+//! A pattern allows (and lifts the private-network rule for) exactly the host and port it
+//! covers, nothing wider: `--allow-origin 10.0.0.5` opens `http://10.0.0.5/` and
+//! `https://10.0.0.5/`, not the admin port `10.0.0.5:8080`. In a block-list a bare host
+//! without a port blocks the host on every port: a block-list errs wide, an allow-list
+//! narrow, so an ambiguous pattern never lets through what its author meant to stop.
 //!
 //! Hosts are compared after normalisation, on patterns and URLs alike: lower case, no
 //! trailing dot, IDNA names as punycode, numeric IPv4 forms (`127.1`, `0x7f.1`) as dotted
@@ -29,8 +37,28 @@ pub struct OriginPattern {
     scheme: Option<String>,
     /// Lower-case host; leading `*.` means any subdomain (and the domain itself).
     host: String,
-    /// `None` = the scheme's default port (or any port when the scheme is unspecified).
-    port: Option<u16>,
+    port: PortRule,
+}
+
+/// Which ports a pattern covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PortRule {
+    /// No port written: the default port of the URL's scheme (80 for http/ws, 443 for
+    /// https/wss), never any other.
+    Default,
+    /// `:*`: every port.
+    Any,
+    /// `:N`: that port only.
+    Exact(u16),
+}
+
+/// The default port of a URL scheme, after [`fold_scheme`].
+fn default_port(scheme: &str) -> Option<u16> {
+    match scheme {
+        "http" => Some(80),
+        "https" => Some(443),
+        _ => None,
+    }
 }
 
 fn fold_scheme(s: &str) -> &str {
@@ -71,22 +99,26 @@ impl OriginPattern {
         if rest.contains('/') {
             return Err(bad("an origin has no path"));
         }
-        let port_of = |p: &str| p.parse::<u16>().map_err(|_| bad("bad port"));
+        let port_of = |p: &str| match p {
+            "*" => Ok(PortRule::Any),
+            p => p
+                .parse::<u16>()
+                .map(PortRule::Exact)
+                .map_err(|_| bad("a port is a number or `*`")),
+        };
         let (host, port) = match rest.strip_prefix('[') {
             // An IPv6 literal: its colons are not a port separator.
             Some(inner) => {
                 let (v6, tail) = inner.split_once(']').ok_or_else(|| bad("unclosed `[`"))?;
                 let port = match tail {
-                    "" => None,
-                    t => Some(port_of(
-                        t.strip_prefix(':').ok_or_else(|| bad("bad port"))?,
-                    )?),
+                    "" => PortRule::Default,
+                    t => port_of(t.strip_prefix(':').ok_or_else(|| bad("bad port"))?)?,
                 };
                 (format!("[{v6}]"), port)
             }
             None => match rest.rsplit_once(':') {
-                Some((h, p)) => (h.to_owned(), Some(port_of(p)?)),
-                None => (rest.to_owned(), None),
+                Some((h, p)) => (h.to_owned(), port_of(p)?),
+                None => (rest.to_owned(), PortRule::Default),
             },
         };
         if host.is_empty() {
@@ -109,8 +141,23 @@ impl OriginPattern {
         })
     }
 
-    /// Whether `url` (http/https/ws/wss) is in this pattern.
+    /// Whether `url` (http/https/ws/wss) is in this pattern: its scheme, host and port
+    /// (see the module docs for ports).
     pub fn matches(&self, url: &Url) -> bool {
+        self.matches_with(url, self.port)
+    }
+
+    /// Whether `url` is in this pattern as a block-list entry: as [`matches`](Self::matches),
+    /// except that a bare host without a port blocks every port of that host.
+    pub fn blocks(&self, url: &Url) -> bool {
+        let port = match (&self.scheme, self.port) {
+            (None, PortRule::Default) => PortRule::Any,
+            (_, port) => port,
+        };
+        self.matches_with(url, port)
+    }
+
+    fn matches_with(&self, url: &Url, port: PortRule) -> bool {
         let scheme = fold_scheme(url.scheme());
         if self.scheme.as_deref().is_some_and(|s| s != scheme) {
             return false;
@@ -125,14 +172,12 @@ impl OriginPattern {
         if !host_ok {
             return false;
         }
-        match (self.port, url.port_or_known_default()) {
-            (Some(p), Some(u)) => p == u,
-            (Some(_), None) => false,
-            (None, u) => match self.scheme.as_deref() {
-                Some("http") => u == Some(80),
-                Some("https") => u == Some(443),
-                _ => true,
-            },
+        let url_port = url.port_or_known_default();
+        match port {
+            PortRule::Any => true,
+            PortRule::Exact(p) => url_port == Some(p),
+            // The default of the URL's own scheme: `http://host:443/` is not `https://host/`.
+            PortRule::Default => url_port.is_some() && url_port == default_port(scheme),
         }
     }
 }
@@ -247,7 +292,7 @@ impl OriginPolicy {
             "about" if url.path() == "blank" || url.path() == "srcdoc" => return Ok(()),
             other => return Err(Refusal(format!("the `{other}:` scheme is not allowed"))),
         }
-        if self.block.iter().any(|p| p.matches(&url)) {
+        if self.block.iter().any(|p| p.blocks(&url)) {
             return Err(Refusal("the origin is on the block-list".into()));
         }
         if !self.allow.is_empty() && !self.allow.iter().any(|p| p.matches(&url)) {
@@ -320,7 +365,7 @@ impl OriginPolicy {
     /// at that host and port is blocked.
     pub fn check_endpoint(&self, host: &str, port: u16) -> Result<(), Refusal> {
         for url in endpoint_urls(host, port) {
-            if self.block.iter().any(|p| p.matches(&url)) {
+            if self.block.iter().any(|p| p.blocks(&url)) {
                 return Err(Refusal("the origin is on the block-list".into()));
             }
         }
@@ -419,7 +464,15 @@ mod tests {
         assert!(wild.matches(&Url::parse("https://example.com/").unwrap()));
         assert!(!wild.matches(&Url::parse("https://example.com:8443/").unwrap()));
         assert!(!wild.matches(&Url::parse("https://badexample.com/").unwrap()));
-        assert!(p("example.com").matches(&Url::parse("http://example.com:9/").unwrap()));
+        let bare = p("example.com");
+        assert!(bare.matches(&Url::parse("http://example.com/").unwrap()));
+        assert!(bare.matches(&Url::parse("wss://example.com/").unwrap()));
+        assert!(!bare.matches(&Url::parse("http://example.com:9/").unwrap()));
+        assert!(!bare.matches(&Url::parse("http://example.com:443/").unwrap()));
+        assert!(p("example.com:*").matches(&Url::parse("http://example.com:9/").unwrap()));
+        assert!(p("[::1]:*").matches(&Url::parse("https://[::1]:9/").unwrap()));
+        assert!(OriginPattern::parse("example.com:x").is_err());
+        assert!(OriginPattern::parse("example.com:").is_err());
         assert!(OriginPattern::parse("ftp://x").is_err());
         assert!(OriginPattern::parse("http://x/path").is_err());
     }
@@ -480,9 +533,127 @@ mod tests {
         assert!(names.check_endpoint("evil.test.", 443).is_err());
         assert!(names.check_blocklist("https://notevil.test/").is_ok());
         assert_eq!(p("[::1]").host, "[::1]");
-        assert_eq!(p("http://[::1]:9000").port, Some(9000));
+        assert_eq!(p("http://[::1]:9000").port, PortRule::Exact(9000));
+        assert_eq!(p("[::1]").port, PortRule::Default);
         assert_eq!(p("*.Example.COM.").host, "*.example.com");
         assert!(OriginPattern::parse("http://[::1").is_err());
+    }
+
+    /// The security-review finding: `--allow-origin 10.0.0.5` used to cover every port of
+    /// the host and lift the private-network rule for all of them (an admin port, another
+    /// service on the same machine), although a bare host means the default ports.
+    #[test]
+    fn a_bare_host_opens_only_its_default_ports_to_private_networks() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        let operator = |pattern: &str| OriginPolicy::default().with_operator(&[p(pattern)], false);
+        let bare = operator("10.0.0.5");
+        for ok in ["http://10.0.0.5/", "https://10.0.0.5/", "ws://10.0.0.5:80/"] {
+            assert!(bare.check(ok).is_ok(), "{ok}");
+        }
+        for refused in [
+            "http://10.0.0.5:8080/",
+            "https://10.0.0.5:80/",
+            "ws://10.0.0.5:22/",
+        ] {
+            let why = bare.check(refused).unwrap_err().0;
+            assert!(why.contains("private-network address"), "{refused}: {why}");
+        }
+        assert!(bare.check_address("10.0.0.5", 80, ip("10.0.0.5")).is_ok());
+        assert!(bare.check_address("10.0.0.5", 443, ip("10.0.0.5")).is_ok());
+        assert!(
+            bare.check_address("10.0.0.5", 8080, ip("10.0.0.5"))
+                .is_err()
+        );
+        // A name resolving to the address, and the name itself allowed bare.
+        assert!(
+            bare.check_address("admin.test", 8080, ip("10.0.0.5"))
+                .is_err()
+        );
+        let name = operator("Intranet.Example.");
+        assert!(
+            name.check_address("intranet.example", 443, ip("10.0.0.5"))
+                .is_ok()
+        );
+        assert!(
+            name.check_address("INTRANET.example.", 8080, ip("10.0.0.5"))
+                .is_err()
+        );
+        let wild = operator("*.corp.example");
+        assert!(
+            wild.check_address("a.corp.example", 80, ip("10.0.0.5"))
+                .is_ok()
+        );
+        assert!(
+            wild.check_address("a.corp.example", 8080, ip("10.0.0.5"))
+                .is_err()
+        );
+        // IPv6 literals, their IPv4-mapped spelling, and `localhost` names.
+        let v6 = operator("[::1]");
+        assert!(v6.check("http://[::1]/").is_ok());
+        assert!(v6.check("http://localhost./").is_ok());
+        assert!(v6.check("http://[::1]:8080/").is_err());
+        assert!(v6.check("http://localhost:8080/").is_err());
+        assert!(v6.check_address("localhost", 8080, ip("::1")).is_err());
+        assert!(
+            operator("[::ffff:a00:5]")
+                .check("http://10.0.0.5:8080/")
+                .is_err()
+        );
+        assert!(
+            operator("LOCALHOST.")
+                .check("http://localhost:8080/")
+                .is_err()
+        );
+        // `host:*` and explicit ports say so.
+        let any = operator("10.0.0.5:*");
+        assert!(any.check("http://10.0.0.5:8080/").is_ok());
+        assert!(any.check_address("10.0.0.5", 8080, ip("10.0.0.5")).is_ok());
+        assert!(operator("[::1]:*").check("http://localhost:8080/").is_ok());
+        let one = operator("10.0.0.5:8080");
+        assert!(one.check("https://10.0.0.5:8080/").is_ok());
+        assert!(one.check("http://10.0.0.5/").is_err());
+        assert!(one.check_address("10.0.0.5", 8081, ip("10.0.0.5")).is_err());
+    }
+
+    #[test]
+    fn a_bare_host_in_an_allow_list_allows_only_its_default_ports() {
+        let allow = OriginPolicy::new(vec![p("example.com")], vec![]);
+        assert!(allow.check("https://example.com/").is_ok());
+        assert!(allow.check("http://example.com/").is_ok());
+        let why = allow.check("http://example.com:8080/").unwrap_err().0;
+        assert_eq!(why, "the origin is not on the allow-list");
+        assert!(allow.check_connection("example.com", 443).is_ok());
+        assert!(allow.check_connection("example.com", 8080).is_err());
+        // The operator's start-page check (`operator_allows` in cordon-server) is a
+        // private-network-lifted policy of the same patterns: it narrows the same way.
+        let lifted = OriginPolicy::new(vec![p("127.0.0.1")], vec![]).with_operator(&[], true);
+        assert!(lifted.check("http://127.0.0.1:9/").is_err());
+    }
+
+    #[test]
+    fn a_bare_host_in_a_block_list_blocks_every_port() {
+        let block = OriginPolicy::new(
+            vec![],
+            vec![
+                p("Tracker.Test."),
+                p("https://evil.test"),
+                p("93.184.215.14"),
+            ],
+        );
+        for url in [
+            "http://tracker.test/",
+            "https://tracker.test:8443/",
+            "ws://tracker.test:9/",
+        ] {
+            assert!(block.check(url).is_err(), "{url}");
+        }
+        assert!(block.check_endpoint("tracker.test", 8080).is_err());
+        // A blocked address, under any name that resolves to it, on any port.
+        let ip = "93.184.215.14".parse().unwrap();
+        assert!(block.check_address("x.test", 8080, ip).is_err());
+        // With a scheme, a block-list entry means what it says.
+        assert!(block.check("https://evil.test:8443/").is_ok());
+        assert!(block.check("https://evil.test/").is_err());
     }
 
     #[test]
