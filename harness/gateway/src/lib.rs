@@ -35,7 +35,9 @@
 //! # }
 //! ```
 
+mod call_ids;
 mod computer;
+mod continuation;
 mod kept;
 mod ptc;
 pub mod record;
@@ -161,6 +163,8 @@ struct Inner {
     stash: run::Stash,
     /// Calls handed to the client for approval, until answered.
     asks: run::Asks,
+    /// Turns handed to the client with calls to answer, for joining their continuations.
+    continuations: continuation::Continuations,
 }
 
 impl Gateway {
@@ -193,6 +197,7 @@ impl Gateway {
                 options,
                 stash: run::Stash::default(),
                 asks: run::Asks::default(),
+                continuations: continuation::Continuations::default(),
             }),
         }
     }

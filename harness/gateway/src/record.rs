@@ -92,8 +92,6 @@ pub trait Recorder: Send + Sync + std::fmt::Debug {
     fn begin(&self, conversation: &str, upstream: &str);
     /// Appends one entry.
     fn record(&self, conversation: &str, entry: Entry);
-    /// The conversation in which the gateway handed out tool call `call_id`, if any.
-    fn conversation_of_call(&self, call_id: &str) -> Option<String>;
     /// Whether `conversation` was begun here (a client may only continue those).
     fn knows(&self, conversation: &str) -> bool;
     /// Keeps a Responses-API response for `previous_response_id`: the items it added to
@@ -113,9 +111,6 @@ pub struct NoRecorder;
 impl Recorder for NoRecorder {
     fn begin(&self, _conversation: &str, _upstream: &str) {}
     fn record(&self, _conversation: &str, _entry: Entry) {}
-    fn conversation_of_call(&self, _call_id: &str) -> Option<String> {
-        None
-    }
     fn knows(&self, _conversation: &str) -> bool {
         false
     }
@@ -165,17 +160,6 @@ impl Recorder for MemoryRecorder {
             .entry(conversation.to_owned())
             .or_default()
             .push(entry);
-    }
-
-    fn conversation_of_call(&self, call_id: &str) -> Option<String> {
-        self.lock()
-            .iter()
-            .find(|(_, entries)| {
-                entries
-                    .iter()
-                    .any(|e| e.kind == "tool_call" && e.call_id.as_deref() == Some(call_id))
-            })
-            .map(|(id, _)| id.clone())
     }
 
     fn knows(&self, conversation: &str) -> bool {

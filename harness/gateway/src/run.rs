@@ -23,6 +23,8 @@ use cordon_protocol::tool::{HandlerSpec, Policy, ToolDeclaration};
 use serde_json::{Value, json};
 
 use crate::Api;
+use crate::call_ids::{check_turn, scoped};
+use crate::continuation::conversation_of;
 use crate::kept::Kept;
 use crate::ptc::{self, Container, Outcome, ProgramCall};
 use crate::record::{Entry, request_record};
@@ -89,7 +91,12 @@ struct Run<'a> {
 }
 
 pub(crate) async fn messages(gw: &Inner, call: MessagesCall) -> MessagesReply {
-    let conversation = conversation_id(gw, &call);
+    let decoded = decode(gw, &call);
+    let history = decoded.as_ref().ok().map(|r| r.messages.as_slice());
+    let conversation = conversation_of(gw, &call, history);
+    // The history as the client sent it (before approvals become placeholders): what it
+    // sends back, with the turn it gets, to continue this conversation.
+    let digest = history.map(|m| gw.continuations.start(call.credential.as_ref(), m));
     gw.recorder.begin(&conversation, &gw.upstream.describe());
     gw.recorder.record(
         &conversation,
@@ -109,9 +116,13 @@ pub(crate) async fn messages(gw: &Inner, call: MessagesCall) -> MessagesReply {
             (previous, input_items(&call.body))
         });
     let mut computer_id = None;
-    let outcome = handle(gw, &conversation, call, &mut computer_id).await;
+    let outcome = handle(gw, &conversation, call, decoded, &mut computer_id).await;
     let reply = match outcome {
         Ok((turn, stop)) => {
+            if let Some(digest) = digest {
+                gw.continuations
+                    .remember(digest, &turn.content, &conversation);
+            }
             let body = encode_response(api, &turn);
             MessagesReply {
                 status: 200,
@@ -292,44 +303,10 @@ pub(crate) fn reject(gw: &Inner, api: Api, message: &str) -> MessagesReply {
     }
 }
 
-/// The conversation a request belongs to: the one it names (if this server began it: a
-/// client cannot write into a conversation it made up), the one whose tool call its last
-/// assistant message holds, or a new one.
-fn conversation_id(gw: &Inner, call: &MessagesCall) -> String {
-    if let Some(id) = &call.conversation
-        && id.starts_with("conv_")
-        && id.len() <= 64
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-        && gw.recorder.knows(id)
-    {
-        return id.clone();
-    }
-    let last_assistant = call
-        .body
-        .get("messages")
-        .and_then(Value::as_array)
-        .and_then(|m| m.iter().rev().find(|m| m["role"] == "assistant"));
-    if let Some(content) = last_assistant.and_then(|m| m["content"].as_array()) {
-        for block in content {
-            if let Some(id) = block.get("id").and_then(Value::as_str)
-                && let Some(found) = gw.recorder.conversation_of_call(id)
-            {
-                return found;
-            }
-        }
-    }
-    fresh_id("conv")
-}
-
-async fn handle(
-    gw: &Inner,
-    conversation: &str,
-    call: MessagesCall,
-    computer_id: &mut Option<String>,
-) -> Result<(Turn, Option<&'static str>), Fail> {
-    let mut request = match call.api {
+/// The client's request in canonical form (a Responses request with the history its
+/// `previous_response_id` continues).
+fn decode(gw: &Inner, call: &MessagesCall) -> Result<Request, Fail> {
+    match call.api {
         Api::Anthropic => anthropic::decode_request(&call.body),
         Api::OpenaiChat => chat::decode_request(&call.body),
         Api::OpenaiResponses => match call.body.get("previous_response_id") {
@@ -352,7 +329,17 @@ async fn handle(
             "the request is not a valid {} request: {e}",
             call.api.title()
         ))
-    })?;
+    })
+}
+
+async fn handle(
+    gw: &Inner,
+    conversation: &str,
+    call: MessagesCall,
+    decoded: Result<Request, Fail>,
+    computer_id: &mut Option<String>,
+) -> Result<(Turn, Option<&'static str>), Fail> {
+    let mut request = decoded?;
     let api = call.api;
     if request.messages.is_empty() {
         return Err(bad_request("`messages` must not be empty"));
@@ -415,7 +402,7 @@ async fn handle(
 
     let program_ids = program_call_ids(&request.messages);
     let mut view = model_view(&request.messages, &program_ids);
-    gw.stash.restore(&mut view);
+    gw.stash.restore(conversation, &mut view);
 
     // What the client answered: a suspended program's calls, approvals.
     if let Some(reply) = run.resume_program(&request, &mut view).await? {
@@ -1006,11 +993,12 @@ impl Run<'_> {
                     "cordon_approval for `{id}`: no such tool call in the previous assistant turn"
                 )));
             };
-            let Some(asked) = self.gw.asks.kept.get(id) else {
+            let Some(asked) = self.gw.asks.kept.get(&scoped(&self.conversation, id)) else {
                 return Err(bad_request(format!(
-                    "cordon_approval for `{id}`: this server asked no approval for that call, or \
-                     it was already answered; only calls the server handed back for approval \
-                     (stop_reason tool_use, an `ask` tool or a computer gate) take one"
+                    "cordon_approval for `{id}`: this server asked no approval for that call in \
+                     this conversation, or it was already answered; only calls the server handed \
+                     back for approval (stop_reason tool_use, an `ask` tool or a computer gate) \
+                     take one, with the conversation sent back as it was received"
                 )));
             };
             if asked.name != call.name || asked.input != call.input {
@@ -1024,7 +1012,7 @@ impl Run<'_> {
         for approval in approvals {
             let id = approval.call_id.as_str();
             // Taken out first: two requests racing with one approval run it once.
-            let Some(asked) = self.gw.asks.kept.remove(id) else {
+            let Some(asked) = self.gw.asks.kept.remove(&scoped(&self.conversation, id)) else {
                 return Err(fail(
                     409,
                     "invalid_request_error",
@@ -1090,6 +1078,11 @@ impl Run<'_> {
                     .round(round)
                     .took(started),
             );
+            // Kept calls and approvals are found by id: a turn that reuses one runs nothing.
+            check_turn(&view, &turn).map_err(|e| {
+                let (status, kind) = e.status_and_kind();
+                fail(status, kind, e.to_string())
+            })?;
             add_usage(&mut self.usage, &turn.usage);
             let calls: Vec<ToolCall> = turn.tool_calls().cloned().collect();
             if calls.is_empty() {
@@ -1254,7 +1247,7 @@ impl Run<'_> {
                             .call(&call.id),
                         );
                         self.gw.asks.kept.insert(
-                            &call.id,
+                            &scoped(&self.conversation, &call.id),
                             Asked {
                                 name: call.name.clone(),
                                 input: call.input.clone(),
@@ -1282,7 +1275,7 @@ impl Run<'_> {
                             .call(&call.id),
                         );
                         self.gw.asks.kept.insert(
-                            &call.id,
+                            &scoped(&self.conversation, &call.id),
                             Asked {
                                 name: call.name.clone(),
                                 input: call.input.clone(),
@@ -1354,7 +1347,7 @@ impl Run<'_> {
             let ran_results: Vec<ToolResult> =
                 ran.iter().filter_map(|c| results.remove(&c.id)).collect();
             self.gw.stash.keep(
-                &key.id,
+                &scoped(&self.conversation, &key.id),
                 Aside {
                     reasoning,
                     calls: ran,
@@ -1555,8 +1548,9 @@ struct Aside {
     results: Vec<ToolResult>,
 }
 
-/// [`Aside`] parts of turns whose calls went to the client, keyed by the id of that turn's
-/// first client call. Bounded (those turns forgotten reach the model without them).
+/// [`Aside`] parts of turns whose calls went to the client, keyed by conversation and the
+/// id of that turn's first client call. Bounded (those turns forgotten reach the model
+/// without them).
 #[derive(Debug)]
 pub(crate) struct Stash {
     kept: Kept<Aside>,
@@ -1580,7 +1574,7 @@ impl Stash {
     /// Puts kept reasoning and calls back into the assistant message holding their key
     /// (reasoning first, calls last), and the results at the start of the user message
     /// after it.
-    fn restore(&self, view: &mut [Message]) {
+    fn restore(&self, conversation: &str, view: &mut [Message]) {
         if self.kept.is_empty() {
             return;
         }
@@ -1589,7 +1583,7 @@ impl Stash {
                 continue;
             }
             let found = view[i].content.iter().find_map(|b| match b {
-                ContentBlock::ToolCall(c) => self.kept.get(&c.id),
+                ContentBlock::ToolCall(c) => self.kept.get(&scoped(conversation, &c.id)),
                 _ => None,
             });
             let Some(Aside {
@@ -1624,7 +1618,7 @@ pub(crate) struct Asked {
     computer: bool,
 }
 
-/// Calls waiting for a `cordon_approval`, by call id.
+/// Calls waiting for a `cordon_approval`, by conversation and call id.
 #[derive(Debug)]
 pub(crate) struct Asks {
     kept: Kept<Asked>,

@@ -30,6 +30,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedSender;
 
+use crate::call_ids::check_turn;
 use crate::run::{call_operator, error_result, operator_function};
 use crate::{Credential, Gateway, Inner, fresh_id, ptc};
 
@@ -637,7 +638,17 @@ async fn session_turn(
             max_tokens: Some(state.max_tokens),
             ..Request::default()
         };
-        let turn = match gw.upstream.call(&request, credential).await {
+        // A turn reusing a call id would let one answer stand for two calls: nothing of it
+        // runs or is kept, and the client may send a message to try again.
+        let checked = gw
+            .upstream
+            .call(&request, credential)
+            .await
+            .and_then(|turn| {
+                check_turn(&state.messages, &turn)?;
+                Ok(turn)
+            });
+        let turn = match checked {
             Ok(turn) => turn,
             Err(error) => {
                 send(

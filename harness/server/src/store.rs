@@ -37,7 +37,9 @@ use serde_json::Value;
 
 mod conversations;
 mod sessions;
-pub use conversations::{ConversationEntryRow, ConversationRow, NewConversationEntry};
+pub use conversations::{
+    ConversationEntryRow, ConversationRow, ConversationSummary, NewConversationEntry,
+};
 
 /// Schema version written to `meta`; bump with a migration when the tables change.
 const SCHEMA_VERSION: i64 = 3;

@@ -287,3 +287,161 @@ fn upstream_urls_are_shown_without_their_secrets() {
         "http://127.0.0.1:9/v1"
     );
 }
+
+/// A loopback upstream answering each request, whatever its path, with the next of
+/// `answers` (content type, body).
+async fn scripted_answers(answers: Vec<(&'static str, String)>) -> String {
+    use axum::response::IntoResponse;
+    let queue = std::sync::Arc::new(std::sync::Mutex::new(std::collections::VecDeque::from(
+        answers,
+    )));
+    let app = axum::Router::new().fallback(move || {
+        let next = queue.lock().unwrap().pop_front();
+        async move {
+            let (content_type, body) = next.expect("an answer queued for every request");
+            ([("content-type", content_type)], body).into_response()
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    url
+}
+
+/// Stream events as an SSE body (Chat chunks have no `event:` line).
+fn sse(events: &[(String, serde_json::Value)]) -> String {
+    let mut text = String::new();
+    for (name, data) in events {
+        if !name.is_empty() {
+            text.push_str(&format!("event: {name}\n"));
+        }
+        match data {
+            serde_json::Value::String(s) => text.push_str(&format!("data: {s}\n\n")),
+            other => text.push_str(&format!("data: {other}\n\n")),
+        }
+    }
+    text
+}
+
+/// Each API's stream naming a block at index 2e9: the accumulators once grew a vector to
+/// that size, and the allocation failure aborted the whole process.
+fn hostile_stream(api: Api) -> Vec<(String, serde_json::Value)> {
+    let huge = 2_000_000_000u64;
+    let event = |name: &str, data: serde_json::Value| (name.to_owned(), data);
+    match api {
+        Api::Anthropic => vec![
+            event(
+                "message_start",
+                json!({"type": "message_start", "message": {
+                "id": "msg_h", "type": "message", "role": "assistant", "model": "m",
+                "content": [], "usage": {"input_tokens": 1, "output_tokens": 0}}}),
+            ),
+            event(
+                "content_block_start",
+                json!({"type": "content_block_start",
+                "index": huge, "content_block": {"type": "text", "text": ""}}),
+            ),
+            event("message_stop", json!({"type": "message_stop"})),
+        ],
+        Api::OpenaiChat => vec![
+            event(
+                "",
+                json!({"id": "c", "object": "chat.completion.chunk", "created": 1,
+                "model": "m", "choices": [{"index": 0, "finish_reason": null, "delta": {
+                    "tool_calls": [{"index": huge, "id": "call_h", "type": "function",
+                                    "function": {"name": "get_weather", "arguments": "{}"}}]}}]}),
+            ),
+            event("", json!("[DONE]")),
+        ],
+        _ => vec![
+            event(
+                "response.function_call_arguments.delta",
+                json!({
+                "type": "response.function_call_arguments.delta", "sequence_number": 0,
+                "item_id": "fc_h", "output_index": huge, "delta": "{}"}),
+            ),
+            event(
+                "response.completed",
+                json!({"type": "response.completed",
+                "response": {"id": "r", "object": "response", "status": "completed", "output": []}}),
+            ),
+        ],
+    }
+}
+
+#[tokio::test]
+async fn a_hostile_stream_index_fails_its_request_and_the_gateway_keeps_serving() {
+    use cordon_protocol::conversation::{anthropic, stream};
+    let fine = anthropic::decode_response(&json!({
+        "id": "msg_ok", "type": "message", "role": "assistant", "model": "m",
+        "content": [{"type": "text", "text": "still serving"}],
+        "stop_reason": "end_turn", "stop_sequence": null,
+        "usage": {"input_tokens": 1, "output_tokens": 2}
+    }))
+    .unwrap();
+    for api in [Api::Anthropic, Api::OpenaiChat, Api::OpenaiResponses] {
+        let normal = match api {
+            Api::Anthropic => stream::anthropic_events(&fine),
+            Api::OpenaiChat => stream::chat_events(&fine),
+            _ => stream::responses_events(&fine),
+        };
+        let url = scripted_answers(vec![
+            ("text/event-stream", sse(&hostile_stream(api))),
+            ("text/event-stream", sse(&normal)),
+        ])
+        .await;
+        let upstream = HttpUpstream::new(api, &url, Duration::from_secs(10)).unwrap();
+        let gw = Gateway::new(std::sync::Arc::new(upstream), GatewayOptions::default());
+        let mut body = request(json!([{"role": "user", "content": "hi"}]), weather_tools());
+        body["stream"] = json!(true);
+
+        let reply = send(&gw, body.clone()).await;
+        assert_eq!(reply.status, 502, "{api:?}: {}", reply.body);
+        assert_eq!(reply.body["error"]["type"], "api_error");
+        let message = reply.body["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("not valid") && message.contains("2000000000"),
+            "{api:?}: {message}"
+        );
+
+        let reply = send(&gw, body).await;
+        assert_eq!(reply.status, 200, "{api:?}: {}", reply.body);
+        assert_eq!(reply.body["content"][0]["text"], "still serving");
+    }
+}
+
+#[tokio::test]
+async fn a_stream_to_a_request_that_asked_for_none_is_refused() {
+    use cordon_protocol::conversation::{anthropic, stream};
+    let turn = anthropic::decode_response(&json!({
+        "id": "msg_s", "type": "message", "role": "assistant", "model": "m",
+        "content": [{"type": "text", "text": "streamed anyway"}],
+        "stop_reason": "end_turn", "usage": {"input_tokens": 1, "output_tokens": 2}
+    }))
+    .unwrap();
+    let url = scripted_answers(vec![
+        ("text/event-stream", sse(&stream::anthropic_events(&turn))),
+        (
+            "application/json",
+            anthropic::encode_response(&turn).to_string(),
+        ),
+    ])
+    .await;
+    let upstream = HttpUpstream::new(Api::Anthropic, &url, Duration::from_secs(10)).unwrap();
+    let gw = Gateway::new(std::sync::Arc::new(upstream), GatewayOptions::default());
+    let body = request(json!([{"role": "user", "content": "hi"}]), json!([]));
+    let reply = send(&gw, body.clone()).await;
+    assert_eq!(reply.status, 502, "{}", reply.body);
+    assert!(
+        reply.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("asked for none"),
+        "{}",
+        reply.body
+    );
+    // The JSON it should have sent is taken as usual.
+    let reply = send(&gw, body).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert_eq!(reply.body["content"][0]["text"], "streamed anyway");
+}

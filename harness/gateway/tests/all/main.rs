@@ -6,6 +6,7 @@
     reason = "a failed test should stop right there"
 )]
 
+mod call_ids;
 mod common;
 mod computer;
 mod errors;

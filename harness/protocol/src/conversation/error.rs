@@ -16,6 +16,14 @@ pub enum ConversionError {
     InvalidJson { field: String, reason: String },
     #[error("the upstream stream reported an error: {message}")]
     Upstream { message: String },
+    /// A block index a stream may not use: past the limit on blocks per turn, or skipping
+    /// blocks never started. Refused before anything is allocated for it.
+    #[error("`{field}` is {index}; the stream may use at most {max} there")]
+    IndexOutOfRange { field: String, index: u64, max: u64 },
+    /// A stream past a limit on what one turn may hold (bytes, output items): refused
+    /// rather than held, so one upstream cannot take the process's memory.
+    #[error("the stream is past its limit of {max} {what} per turn")]
+    TooLarge { what: String, max: usize },
 }
 
 impl ConversionError {
@@ -26,10 +34,16 @@ impl ConversionError {
     }
 }
 
-/// Tool results that do not pair with the previous assistant turn's calls.
+/// Tool results that do not pair with the previous assistant turn's calls, or calls whose
+/// ids do not name one call each.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum PairingError {
+    #[error(
+        "tool call id `{id}` is used by more than one tool call; each call needs an id of its \
+         own in the whole conversation"
+    )]
+    DuplicateCall { id: String },
     #[error("tool result `{id}` matches no tool call of the previous assistant turn")]
     UnknownCall { id: String },
     #[error("tool call `{id}` has no result in the next message")]

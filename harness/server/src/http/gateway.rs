@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -25,7 +25,7 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
 use super::{AppState, rfc3339};
-use crate::api::{ComputerActions, ComputerStep, CreateComputer, StepStatus};
+use crate::api::{ComputerActions, ErrorBody, ComputerStep, CreateComputer, StepStatus};
 use crate::computers::ComputerHub;
 use crate::error::ApiError;
 use crate::store::{NewConversationEntry, Store};
@@ -280,10 +280,6 @@ impl Recorder for StoreRecorder {
         }
     }
 
-    fn conversation_of_call(&self, call_id: &str) -> Option<String> {
-        self.0.conversation_of_call(call_id).ok().flatten()
-    }
-
     fn knows(&self, conversation: &str) -> bool {
         self.0.conversation_exists(conversation).unwrap_or(false)
     }
@@ -301,19 +297,63 @@ impl Recorder for StoreRecorder {
 
 pub(super) fn routes() -> Router<AppState> {
     Router::new()
-        .route(
-            "/v1/messages",
-            post(|s, h, b| gateway_call(s, h, b, Api::Anthropic)),
-        )
-        .route(
-            "/v1/chat/completions",
-            post(|s, h, b| gateway_call(s, h, b, Api::OpenaiChat)),
-        )
-        .route(
-            "/v1/responses",
-            post(|s, h, b| gateway_call(s, h, b, Api::OpenaiResponses)),
-        )
+        .route("/v1/messages", post(messages))
+        .route("/v1/chat/completions", post(chat_completions))
+        .route("/v1/responses", post(responses))
+        .route("/v1/conversations", get(list_conversations))
         .route("/v1/conversations/{id}", get(conversation))
+}
+
+/// The model gateway in the shape of Anthropic's Messages API.
+#[utoipa::path(
+    post, path = "/v1/messages", tag = "gateway",
+    request_body(content = Object, description = "An Anthropic Messages request (`stream` honoured)"),
+    params(
+        ("x-cordon-conversation-id" = Option<String>, Header, description = "Continue this conversation's record"),
+        ("x-cordon-computer" = Option<String>, Header, description = "Drive this computer session"),
+    ),
+    responses(
+        (status = 200, description = "The model's reply in Anthropic's shape (JSON, or SSE when `stream` is true)", body = Object),
+        (status = 400, description = "The request is malformed (Anthropic's error shape)", body = Object),
+        (status = 404, description = "The server has no upstream model", body = Object),
+        (status = 502, description = "The upstream model failed", body = Object),
+    ),
+    security(("bearer" = []))
+)]
+pub(super) async fn messages(state: State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+    gateway_call(state, headers, body, Api::Anthropic).await
+}
+
+/// The model gateway in the shape of OpenAI's Chat Completions API.
+#[utoipa::path(
+    post, path = "/v1/chat/completions", tag = "gateway",
+    request_body(content = Object, description = "A Chat Completions request (`stream` honoured)"),
+    responses(
+        (status = 200, description = "The model's reply in Chat Completions' shape (JSON, or SSE chunks when `stream` is true)", body = Object),
+        (status = 400, description = "The request is malformed (OpenAI's error shape)", body = Object),
+        (status = 404, description = "The server has no upstream model", body = Object),
+        (status = 502, description = "The upstream model failed", body = Object),
+    ),
+    security(("bearer" = []))
+)]
+pub(super) async fn chat_completions(state: State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+    gateway_call(state, headers, body, Api::OpenaiChat).await
+}
+
+/// The model gateway in the shape of OpenAI's Responses API.
+#[utoipa::path(
+    post, path = "/v1/responses", tag = "gateway",
+    request_body(content = Object, description = "A Responses request (`stream` and `previous_response_id` honoured)"),
+    responses(
+        (status = 200, description = "The model's reply in the Responses shape (JSON, or SSE events when `stream` is true)", body = Object),
+        (status = 400, description = "The request is malformed (OpenAI's error shape)", body = Object),
+        (status = 404, description = "The server has no upstream model", body = Object),
+        (status = 502, description = "The upstream model failed", body = Object),
+    ),
+    security(("bearer" = []))
+)]
+pub(super) async fn responses(state: State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+    gateway_call(state, headers, body, Api::OpenaiResponses).await
 }
 
 fn header_text(headers: &HeaderMap, name: &str) -> Option<String> {
@@ -406,7 +446,81 @@ fn respond(reply: MessagesReply) -> Response {
     response
 }
 
-async fn conversation(
+/// The gateway's conversations, newest first, without their entries.
+#[utoipa::path(
+    get, path = "/v1/conversations", tag = "gateway",
+    params(
+        ("limit" = Option<usize>, Query, description = "At most this many (default 50, at most 1000)"),
+        ("before" = Option<String>, Query, description = "Only those updated before this RFC 3339 time or Unix millisecond count (the last item's `updated_at` gives the next page)"),
+    ),
+    responses(
+        (status = 200, description = "`{\"conversations\": [{id, upstream, created_at, updated_at, entries}]}`", body = Object),
+        (status = 400, description = "`limit` or `before` is malformed", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(super) async fn list_conversations(
+    State(app): State<AppState>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Response, ApiError> {
+    let limit = match query.get("limit") {
+        None => 50,
+        Some(text) => text
+            .parse::<usize>()
+            .ok()
+            .filter(|limit| (1..=1000).contains(limit))
+            .ok_or_else(|| {
+                ApiError::bad_request("invalid_limit", "`limit` must be a number from 1 to 1000")
+            })?,
+    };
+    let before = match query.get("before") {
+        None => None,
+        Some(text) => Some(parse_instant_ms(text).ok_or_else(|| {
+            ApiError::bad_request(
+                "invalid_before",
+                "`before` must be an RFC 3339 time (`2026-11-26T10:00:00.000Z`) or Unix milliseconds",
+            )
+        })?),
+    };
+    let Some(mount) = app.gateway.clone() else {
+        return Ok(axum::Json(json!({"conversations": []})).into_response());
+    };
+    let listed: Vec<Value> = mount
+        .store
+        .list_conversations(limit, before)?
+        .into_iter()
+        .map(|row| {
+            json!({
+                "id": row.id,
+                "upstream": row.upstream,
+                "created_at": rfc3339(row.created_ms),
+                "updated_at": rfc3339(row.updated_ms),
+                "entries": row.entries,
+            })
+        })
+        .collect();
+    Ok(axum::Json(json!({"conversations": listed})).into_response())
+}
+
+/// Unix milliseconds, or an RFC 3339 UTC time as this API writes them.
+fn parse_instant_ms(text: &str) -> Option<u64> {
+    if let Ok(ms) = text.parse::<u64>() {
+        return Some(ms);
+    }
+    super::parse_rfc3339(text)
+}
+
+/// One conversation with its entries in order.
+#[utoipa::path(
+    get, path = "/v1/conversations/{id}", tag = "gateway",
+    params(("id" = String, Path, description = "Conversation id (the `x-cordon-conversation-id` response header)")),
+    responses(
+        (status = 200, description = "`{id, upstream, created_at, updated_at, entries: [{seq, at, kind, data, call_id?, round?, duration_ms?}]}`", body = Object),
+        (status = 404, description = "Unknown conversation", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(super) async fn conversation(
     State(app): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {

@@ -1,7 +1,8 @@
 //! Gateway conversations: one row per conversation and its entries in order (client
 //! requests, model turns, tool calls and results with their ids, approvals, responses),
-//! each with its time. Tool calls are indexed by id, so a client's next request that
-//! answers them joins the same conversation.
+//! each with its time. Tool calls are indexed by id for lookups; which conversation a
+//! client's next request joins is the gateway's decision (`cordon-gateway`'s
+//! `continuation`), never a call id found here.
 
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
 use serde_json::Value;
@@ -263,6 +264,47 @@ impl Store {
         tx.commit()?;
         Ok(n)
     }
+
+    /// Conversations newest first (by last update), at most `limit`, only those updated
+    /// before `before_ms` when given (the next page starts at the last one's `updated_ms`).
+    pub fn list_conversations(
+        &self,
+        limit: usize,
+        before_ms: Option<u64>,
+    ) -> Result<Vec<ConversationSummary>> {
+        let conn = lock(&self.conn);
+        let mut statement = conn.prepare(
+            "SELECT id, upstream, created_ms, updated_ms, entries FROM conversations \
+             WHERE updated_ms < ?1 ORDER BY updated_ms DESC, id DESC LIMIT ?2",
+        )?;
+        let before = before_ms.map_or(i64::MAX, to_i64);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = statement.query_map(params![before, limit], |row| {
+            Ok(ConversationSummary {
+                id: row.get(0)?,
+                upstream: row.get(1)?,
+                created_ms: to_u64(row.get(2)?),
+                updated_ms: to_u64(row.get(3)?),
+                entries: to_u64(row.get(4)?),
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+}
+
+/// A conversation without its entries, as listed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConversationSummary {
+    /// Its id.
+    pub id: String,
+    /// `API=URL` of the upstream.
+    pub upstream: String,
+    /// Creation time, Unix milliseconds.
+    pub created_ms: u64,
+    /// Last entry, Unix milliseconds.
+    pub updated_ms: u64,
+    /// How many entries it has.
+    pub entries: u64,
 }
 
 #[cfg(test)]
@@ -303,6 +345,17 @@ mod tests {
         );
         assert_eq!(store.conversation_of_call("toolu_2").unwrap(), None);
         assert!(store.conversation("conv_2").unwrap().is_none());
+        let listed = store.list_conversations(10, None).unwrap();
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].id, "conv_1");
+        assert_eq!(listed[0].entries, 2);
+        assert!(
+            store
+                .list_conversations(10, Some(listed[0].updated_ms))
+                .unwrap()
+                .is_empty()
+        );
+        assert!(store.list_conversations(0, None).unwrap().is_empty());
         assert_eq!(store.purge_conversations(now_ms() + 1).unwrap(), 1);
         assert!(store.conversation("conv_1").unwrap().is_none());
     }
