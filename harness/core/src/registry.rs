@@ -15,6 +15,8 @@ use crate::packs::PackSpec;
 use crate::provider::ToolProvider;
 use serde_json::Value;
 
+mod targets;
+
 /// Longest tool name accepted.
 pub const MAX_TOOL_NAME_LEN: usize = 128;
 
@@ -186,6 +188,36 @@ pub enum RegistryError {
         /// What is wrong with the declaration.
         reason: String,
     },
+    /// An `mcp` handler naming a tool its server does not offer: the operator's policy
+    /// is set per offered tool, so such a target has none to inherit.
+    #[error(
+        "{origin}: tool `{name}`: its handler names tool `{tool}` of `{server}`, which \
+         `{server}` does not offer (it offers: {offered})"
+    )]
+    NotOffered {
+        /// The server's name.
+        origin: String,
+        /// The declared tool's name.
+        name: String,
+        /// The server's name.
+        server: String,
+        /// The tool the handler names.
+        tool: String,
+        /// The tools the server offers (shortened when long).
+        offered: String,
+    },
+    /// A second connection or pack under a server name that already has one: its tools
+    /// would silently take over the first one's.
+    #[error(
+        "{origin}: `{server}` is already connected (a pack or a --connect of that name); \
+         connections and packs need distinct names"
+    )]
+    AlreadyConnected {
+        /// The server's name.
+        origin: String,
+        /// The server's name.
+        server: String,
+    },
     /// A handler timeout of zero, which would fail every call.
     #[error("{origin}: tools[{index}] `{name}`: handler.timeout_ms must be at least 1")]
     ZeroTimeout {
@@ -313,12 +345,33 @@ impl ToolRegistry {
     /// combined with the connection's (the stricter wins) and its `description`, when not
     /// empty, replaces the server's. The input schema and handler stay the server's.
     /// Anything else is [`RegistryError::ConnectedOverride`].
+    ///
+    /// A tool declared under another name whose handler reaches one of `decls` gets the
+    /// stricter of its policy and that tool's, so no name loosens the connection's policy;
+    /// one reaching a tool `decls` do not offer is [`RegistryError::NotOffered`]. A server
+    /// already connected is [`RegistryError::AlreadyConnected`].
     pub fn connect(
         &mut self,
         server: &str,
         decls: Vec<ToolDeclaration>,
         provider: Arc<dyn ToolProvider>,
     ) -> Result<(), RegistryError> {
+        let serves = |tool: &RegisteredTool| {
+            matches!(
+                &tool.declaration.handler,
+                HandlerSpec::Mcp { server: name, .. } if name == server
+            )
+        };
+        if self
+            .iter()
+            .any(|tool| serves(tool) && tool.provider.is_some())
+        {
+            return Err(RegistryError::AlreadyConnected {
+                origin: server.to_owned(),
+                server: server.to_owned(),
+            });
+        }
+        let targets = targets::Targets::new(server, &decls);
         // Built on a copy (one `Arc` per tool), so a failure leaves `self` unchanged.
         let mut next = self.clone();
         let mut merged: HashMap<usize, ToolDeclaration> = HashMap::new();
@@ -334,14 +387,13 @@ impl ToolRegistry {
         }
         next.add(fresh, server)?;
         for (index, tool) in next.tools.iter_mut().enumerate() {
-            let serves = matches!(
-                &tool.declaration.handler,
-                HandlerSpec::Mcp { server: name, .. } if name == server
-            );
-            if serves {
-                let declaration = merged
-                    .remove(&index)
-                    .unwrap_or_else(|| tool.declaration.clone());
+            if serves(tool) {
+                let declaration = match merged.remove(&index) {
+                    Some(declaration) => declaration,
+                    // Offered here, or declared under another name: the policy is keyed by
+                    // the tool the handler reaches.
+                    None => targets.bind(tool.declaration.clone())?,
+                };
                 // Registries cloned earlier share the old `Arc` and keep their view.
                 let mut connected = RegisteredTool::compile(declaration, server, index)?;
                 connected.provider = Some(provider.clone());

@@ -3,6 +3,8 @@
 //! canonicalisation — symbolic links are followed and the target checked — and every read
 //! and result is size-capped.
 
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Component, Path, PathBuf};
 
 use futures::future::BoxFuture;
@@ -18,12 +20,20 @@ const MAX_LIST_ENTRIES: usize = 1_000;
 const MAX_MATCHES: usize = 200;
 /// Files larger than this are not searched.
 const MAX_SEARCH_FILE_BYTES: u64 = 1 << 20;
+/// [`MAX_SEARCH_FILE_BYTES`] as a read length.
+const MAX_SEARCH_FILE_LEN: usize = 1 << 20;
 /// Files `fs_search` looks at at most.
 const MAX_SEARCH_FILES: usize = 5_000;
 /// Characters of a matching line that are returned.
 const MAX_LINE_CHARS: usize = 300;
 /// Bytes `fs_write_file` and `fs_edit` write at most.
 const MAX_WRITE_BYTES: usize = 4 << 20;
+/// Bytes of a file `fs_edit` reads at most: it writes the whole file back, so a file it
+/// could not have written is not read into memory either.
+const MAX_EDIT_FILE_BYTES: usize = MAX_WRITE_BYTES;
+/// Entries of one directory `fs_list_files` and `fs_search` read at most: names are
+/// sorted, so they are held in memory; a directory with more is reported as truncated.
+const MAX_DIR_ENTRIES: usize = 100_000;
 /// Directory depth `fs_list_files` and `fs_search` descend at most.
 const MAX_DEPTH: usize = 32;
 
@@ -103,18 +113,23 @@ impl FsPack {
 
     fn read_file(&self, input: &Value) -> Result<Value, String> {
         let path = self.resolve(text_arg(input, "path")?)?;
-        let bytes = std::fs::read(&path).map_err(|error| io_message(&self.shown(&path), &error))?;
-        let offset = usize_arg(input, "offset")?.unwrap_or(0).min(bytes.len());
+        let shown = self.shown(&path);
+        let (mut file, size) = open_regular(&path, &shown)?;
+        // Only the window asked for is read: a file of any size costs at most the limit.
+        let size = usize::try_from(size).unwrap_or(usize::MAX);
+        let offset = usize_arg(input, "offset")?.unwrap_or(0).min(size);
         let limit = usize_arg(input, "limit")?
             .unwrap_or(MAX_READ_BYTES)
             .min(MAX_READ_BYTES);
-        let end = offset.saturating_add(limit).min(bytes.len());
+        let bytes =
+            read_at_most(&mut file, offset, limit).map_err(|error| io_message(&shown, &error))?;
+        let end = offset.saturating_add(bytes.len());
         Ok(json!({
-            "path": self.shown(&path),
-            "size": bytes.len(),
+            "path": shown,
+            "size": size,
             "offset": offset,
-            "content": String::from_utf8_lossy(&bytes[offset..end]),
-            "truncated": end < bytes.len(),
+            "content": String::from_utf8_lossy(&bytes),
+            "truncated": end < size,
         }))
     }
 
@@ -125,7 +140,8 @@ impl FsPack {
             .min(MAX_DEPTH);
         let mut entries = Vec::new();
         let mut truncated = false;
-        self.walk(&start, depth, &mut |path, meta| {
+        let mut capped = false;
+        self.walk(&start, depth, &mut capped, &mut |path, meta| {
             if entries.len() >= MAX_LIST_ENTRIES {
                 truncated = true;
                 return false;
@@ -134,20 +150,27 @@ impl FsPack {
             entries.push(json!({"path": self.shown(path), "type": kind, "size": meta.len()}));
             true
         })?;
-        Ok(json!({"entries": entries, "truncated": truncated}))
+        Ok(json!({"entries": entries, "truncated": truncated || capped}))
     }
 
-    /// Depth-first in name order; links are listed but never descended into.
+    /// Depth-first in name order; links are listed but never descended into. A directory
+    /// with more than [`MAX_DIR_ENTRIES`] entries is walked in part and sets `capped`.
     fn walk(
         &self,
         dir: &Path,
         depth: usize,
+        capped: &mut bool,
         visit: &mut dyn FnMut(&Path, &std::fs::Metadata) -> bool,
     ) -> Result<bool, String> {
         let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
             .map_err(|error| io_message(&self.shown(dir), &error))?
             .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+            .take(MAX_DIR_ENTRIES + 1)
             .collect();
+        if names.len() > MAX_DIR_ENTRIES {
+            names.truncate(MAX_DIR_ENTRIES);
+            *capped = true;
+        }
         names.sort();
         for path in names {
             let Ok(meta) = path.symlink_metadata() else {
@@ -156,7 +179,7 @@ impl FsPack {
             if !visit(&path, &meta) {
                 return Ok(false);
             }
-            if meta.is_dir() && depth > 1 && !self.walk(&path, depth - 1, visit)? {
+            if meta.is_dir() && depth > 1 && !self.walk(&path, depth - 1, capped, visit)? {
                 return Ok(false);
             }
         }
@@ -173,6 +196,7 @@ impl FsPack {
         let mut matches = Vec::new();
         let mut files = 0usize;
         let mut truncated = false;
+        let mut capped = false;
         let mut search_file = |path: &Path, meta: &std::fs::Metadata| -> bool {
             if !meta.is_file() || meta.len() > MAX_SEARCH_FILE_BYTES {
                 return true;
@@ -182,8 +206,13 @@ impl FsPack {
                 truncated = true;
                 return false;
             }
-            let Ok(bytes) = std::fs::read(path) else {
-                return true;
+            // Bounded again when read: the file may have grown since it was measured.
+            let bytes = match open_regular(path, "") {
+                Ok((mut file, _)) => match read_at_most(&mut file, 0, MAX_SEARCH_FILE_LEN) {
+                    Ok(bytes) => bytes,
+                    Err(_) => return true,
+                },
+                Err(_) => return true,
             };
             // Binary files (a NUL in the first 8 KiB) are skipped, as grep does.
             if bytes.iter().take(8 << 10).any(|byte| *byte == 0) {
@@ -209,9 +238,9 @@ impl FsPack {
                 .map_err(|error| io_message(&self.shown(&start), &error))?;
             search_file(&start, &meta);
         } else {
-            self.walk(&start, MAX_DEPTH, &mut search_file)?;
+            self.walk(&start, MAX_DEPTH, &mut capped, &mut search_file)?;
         }
-        Ok(json!({"matches": matches, "truncated": truncated}))
+        Ok(json!({"matches": matches, "truncated": truncated || capped}))
     }
 
     fn write_file(&self, input: &Value) -> Result<Value, String> {
@@ -240,8 +269,23 @@ impl FsPack {
         if old.is_empty() {
             return Err("old_string is empty".into());
         }
-        let text = std::fs::read_to_string(&path)
-            .map_err(|error| io_message(&self.shown(&path), &error))?;
+        let shown = self.shown(&path);
+        let (mut file, size) = open_regular(&path, &shown)?;
+        if size > MAX_EDIT_FILE_BYTES as u64 {
+            return Err(format!(
+                "{shown} is {size} bytes; fs_edit edits files of at most {MAX_EDIT_FILE_BYTES} bytes"
+            ));
+        }
+        // One byte more than allowed tells a file that grew since it was measured.
+        let bytes = read_at_most(&mut file, 0, MAX_EDIT_FILE_BYTES + 1)
+            .map_err(|error| io_message(&shown, &error))?;
+        if bytes.len() > MAX_EDIT_FILE_BYTES {
+            return Err(format!(
+                "{shown} is over {MAX_EDIT_FILE_BYTES} bytes; fs_edit edits files of at most that size"
+            ));
+        }
+        let text = String::from_utf8(bytes)
+            .map_err(|_| format!("{shown} is not UTF-8 text; fs_edit edits text files"))?;
         let count = text.matches(old).count();
         if count == 0 {
             return Err(format!("old_string was not found in {}", self.shown(&path)));
@@ -252,16 +296,33 @@ impl FsPack {
                 self.shown(&path)
             ));
         }
+        let replacements = if all { count } else { 1 };
+        // The size is known before the result is built: many occurrences times a long
+        // replacement must be refused, not allocated (it could reach terabytes).
+        match edited_len(text.len(), old.len(), new.len(), replacements) {
+            Some(len) if len <= MAX_WRITE_BYTES => {}
+            len => {
+                let len = len.map_or_else(
+                    || "more than fits in memory".to_owned(),
+                    |len| format!("{len} bytes"),
+                );
+                return Err(format!(
+                    "the edited file would be {len} ({replacements} occurrence(s) of {} bytes \
+                     replaced by {} bytes), over the {MAX_WRITE_BYTES}-byte limit of fs_edit; \
+                     {shown} was not changed",
+                    old.len(),
+                    new.len()
+                ));
+            }
+        }
         let edited = if all {
             text.replace(old, new)
         } else {
             text.replacen(old, new, 1)
         };
-        if edited.len() > MAX_WRITE_BYTES {
-            return Err(format!("the edited file is over {MAX_WRITE_BYTES} bytes"));
-        }
-        std::fs::write(&path, &edited).map_err(|error| io_message(&self.shown(&path), &error))?;
-        Ok(json!({"path": self.shown(&path), "replacements": if all { count } else { 1 }}))
+        refuse_link(&path, &shown)?;
+        std::fs::write(&path, &edited).map_err(|error| io_message(&shown, &error))?;
+        Ok(json!({"path": shown, "replacements": replacements}))
     }
 }
 
@@ -274,6 +335,40 @@ fn refuse_link(path: &Path, shown: &str) -> Result<(), String> {
         }
         _ => Ok(()),
     }
+}
+
+/// Length of a text of `len` bytes after `replacements` non-overlapping occurrences of
+/// `old_len` bytes become `new_len` bytes; `None` when it does not fit in a `usize`.
+fn edited_len(len: usize, old_len: usize, new_len: usize, replacements: usize) -> Option<usize> {
+    len.checked_sub(replacements.checked_mul(old_len)?)?
+        .checked_add(replacements.checked_mul(new_len)?)
+}
+
+/// `path` opened for reading, with its size, if it is a regular file: a FIFO or a device
+/// would block the call or never end. Checked before opening (opening a FIFO blocks) and
+/// again on the opened file.
+fn open_regular(path: &Path, shown: &str) -> Result<(File, u64), String> {
+    let not_regular = || format!("{shown} is not a regular file");
+    let meta = path.metadata().map_err(|error| io_message(shown, &error))?;
+    if !meta.is_file() {
+        return Err(not_regular());
+    }
+    let file = File::open(path).map_err(|error| io_message(shown, &error))?;
+    let meta = file.metadata().map_err(|error| io_message(shown, &error))?;
+    if !meta.is_file() {
+        return Err(not_regular());
+    }
+    Ok((file, meta.len()))
+}
+
+/// At most `max` bytes of `file` from byte `offset`, however large the file is (or has
+/// grown to since it was measured).
+fn read_at_most(file: &mut File, offset: usize, max: usize) -> std::io::Result<Vec<u8>> {
+    file.seek(SeekFrom::Start(u64::try_from(offset).unwrap_or(u64::MAX)))?;
+    let mut bytes = Vec::new();
+    file.take(u64::try_from(max).unwrap_or(u64::MAX))
+        .read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 fn outside(path: &str) -> String {

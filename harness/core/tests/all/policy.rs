@@ -1,11 +1,17 @@
-//! Policies: deny never runs, ask runs only once approved.
+//! Policies: deny never runs, ask runs only once approved, and a tool declared under
+//! another name for a connected or pack tool keeps the operator's policy for it.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use cordon_core::{ApprovalBroker, ApproveListed, Approver, Dispatcher};
+use cordon_core::{
+    ApprovalBroker, ApproveListed, Approver, Dispatcher, RegistryError, ToolProvider, ToolRegistry,
+};
 use cordon_guest::abi::ToolErrorKind;
 use cordon_protocol::execution::{ClientToolResult, Decision, ExecutionEvent};
+use cordon_protocol::tool::{HandlerSpec, Policy, ToolDeclaration};
+use futures::future::BoxFuture;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
@@ -228,4 +234,196 @@ async fn ask_client_tools_are_handed_over_only_after_approval() {
         .unwrap();
     let call = task.await.unwrap();
     assert_eq!(call.result, Ok("\"yes\"".into()));
+}
+
+/// A connected server's stand-in that counts the calls that reach it.
+#[derive(Debug, Default)]
+struct Counting {
+    calls: AtomicUsize,
+}
+
+impl ToolProvider for Counting {
+    fn call<'a>(
+        &'a self,
+        tool: &'a str,
+        _input: &'a Value,
+    ) -> BoxFuture<'a, Result<Value, String>> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async move { Ok(json!({"ran": tool})) })
+    }
+}
+
+impl Counting {
+    fn calls(&self) -> usize {
+        self.calls.load(Ordering::SeqCst)
+    }
+}
+
+/// What `--connect files=… --connect-policy files=<write_policy>` offers, as far as the
+/// registry sees it: `write_file` with the operator's policy, `read_file` allowed.
+fn files_offered(write_policy: Policy) -> Vec<ToolDeclaration> {
+    [("write_file", write_policy), ("read_file", Policy::Allow)]
+        .into_iter()
+        .map(|(tool, policy)| ToolDeclaration {
+            name: format!("files.{tool}"),
+            description: String::new(),
+            input_schema: json!({"type": "object"}),
+            policy,
+            handler: HandlerSpec::Mcp {
+                server: "files".into(),
+                tool: tool.into(),
+            },
+        })
+        .collect()
+}
+
+/// A sandbox's own declarations (as over the HTTP API) joined by the `files` connection.
+fn aliased(write_policy: Policy) -> (Dispatcher, Arc<Counting>, ToolRegistry) {
+    let mut registry = crate::common::registry(json!([
+        {"name": "alias", "policy": "allow",
+         "handler": {"kind": "mcp", "server": "files", "tool": "write_file"}},
+        {"name": "reader", "handler": {"kind": "mcp", "server": "files", "tool": "read_file"}}
+    ]));
+    let provider = Arc::new(Counting::default());
+    registry
+        .connect("files", files_offered(write_policy), provider.clone())
+        .unwrap();
+    (
+        Dispatcher::new(Arc::new(registry.clone())),
+        provider,
+        registry,
+    )
+}
+
+#[tokio::test]
+async fn an_alias_of_a_denied_connected_tool_is_denied_and_never_reaches_it() {
+    let (d, provider, registry) = aliased(Policy::Deny);
+    assert_eq!(
+        registry.get("alias").unwrap().declaration.policy,
+        Policy::Deny
+    );
+    // Approving everything changes nothing: deny is not a question.
+    let mut rec = recorded("exec_alias");
+    rec.ctx.approver = Arc::new(ApproveListed::new(["alias", "files.write_file"]));
+    let call = call_one(&d, &rec.ctx, "alias", json!({"path": "x", "content": "y"})).await;
+    let failure = failure_of(&call);
+    assert_eq!(failure.kind, ToolErrorKind::Denied);
+    assert_eq!(failure.message, "policy denies tool `alias`");
+    assert_eq!(provider.calls(), 0, "the denied target was reached");
+    // The connection is attached: an alias of an allowed tool runs.
+    let read = call_one(&d, &rec.ctx, "reader", json!({})).await;
+    assert_eq!(read.result, Ok(r#"{"ran":"read_file"}"#.into()));
+    assert_eq!(provider.calls(), 1);
+}
+
+#[tokio::test]
+async fn an_alias_of_an_ask_connected_tool_asks_first() {
+    let (d, provider, registry) = aliased(Policy::Ask);
+    assert_eq!(
+        registry.get("alias").unwrap().declaration.policy,
+        Policy::Ask
+    );
+    let mut rec = recorded("exec_alias_ask");
+    rec.ctx.approver = Arc::new(ApproveListed::default());
+    let call = call_one(&d, &rec.ctx, "alias", json!({})).await;
+    assert_eq!(failure_of(&call).message, "approval refused for `alias`");
+    assert!(
+        rec.drain().iter().any(|event| matches!(
+            event,
+            ExecutionEvent::ApprovalRequired { tool, .. } if tool == "alias"
+        )),
+        "no approval was asked"
+    );
+    assert_eq!(provider.calls(), 0);
+    rec.ctx.approver = Arc::new(ApproveListed::new(["alias"]));
+    let call = call_one(&d, &rec.ctx, "alias", json!({})).await;
+    assert_eq!(call.result, Ok(r#"{"ran":"write_file"}"#.into()));
+    assert_eq!(provider.calls(), 1);
+}
+
+#[test]
+fn an_alias_of_a_tool_the_connection_does_not_offer_is_refused() {
+    // The server may serve tools it does not list; the operator's policy covers only
+    // listed ones, so a declaration cannot reach an unlisted one.
+    let mut registry = crate::common::registry(json!([
+        {"name": "hidden", "handler": {"kind": "mcp", "server": "files", "tool": "delete_all"}}
+    ]));
+    let error = registry
+        .connect(
+            "files",
+            files_offered(Policy::Allow),
+            Arc::new(Counting::default()),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(&error, RegistryError::NotOffered { tool, .. } if tool == "delete_all"),
+        "{error:?}"
+    );
+    assert!(
+        error.to_string().contains("read_file, write_file"),
+        "{error}"
+    );
+    assert_eq!(registry.names(), ["hidden"], "the registry is unchanged");
+}
+
+#[test]
+fn a_second_provider_under_a_connected_name_is_refused() {
+    let mut registry = ToolRegistry::empty();
+    registry
+        .connect(
+            "files",
+            files_offered(Policy::Deny),
+            Arc::new(Counting::default()),
+        )
+        .unwrap();
+    // Under the same name it would take over (and re-police) the first one's tools.
+    let mut offered = files_offered(Policy::Allow);
+    for decl in &mut offered {
+        decl.name = format!("other_{}", decl.name.replace('.', "_"));
+    }
+    let error = registry
+        .connect("files", offered, Arc::new(Counting::default()))
+        .unwrap_err();
+    assert!(
+        matches!(error, RegistryError::AlreadyConnected { .. }),
+        "{error:?}"
+    );
+    assert_eq!(
+        registry.get("files.write_file").unwrap().declaration.policy,
+        Policy::Deny
+    );
+}
+
+#[tokio::test]
+async fn an_alias_of_a_pack_tool_keeps_the_packs_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = json!({"tools": [
+        {"name": "w", "policy": "allow",
+         "handler": {"kind": "mcp", "server": "fs", "tool": "write_file"}},
+        {"pack": "fs", "root": dir.path(), "write": true, "policy": "deny"}
+    ]})
+    .to_string();
+    let registry = ToolRegistry::from_json(&text, "tools.json").unwrap();
+    let d = Dispatcher::new(Arc::new(registry));
+    let rec = recorded("exec_pack_alias");
+    let call = call_one(
+        &d,
+        &rec.ctx,
+        "w",
+        json!({"path": "planted", "content": "x"}),
+    )
+    .await;
+    assert_eq!(failure_of(&call).kind, ToolErrorKind::Denied);
+    assert!(!dir.path().join("planted").exists());
+    // A pack without `write` offers no writing tool to alias.
+    let text = json!({"tools": [
+        {"name": "w", "handler": {"kind": "mcp", "server": "fs", "tool": "write_file"}},
+        {"pack": "fs", "root": dir.path()}
+    ]})
+    .to_string();
+    let error = ToolRegistry::from_json(&text, "tools.json").unwrap_err();
+    assert!(
+        matches!(error, RegistryError::NotOffered { .. }),
+        "{error:?}"
+    );
 }
