@@ -11,9 +11,17 @@
 //!
 //! Escapes are refused the way WASI refuses them: `..` above the root and absolute paths
 //! give `ENOTCAPABLE`, symbolic and hard links cannot be made (`EPERM`), quotas give
-//! `ENOSPC` (bytes) and `EDQUOT` (files and directories). Guests see these as `OSError`.
+//! `ENOSPC` (bytes) and `EDQUOT` (files and directories), positions past a signed `off_t`
+//! `EOVERFLOW` (seeks) and `EFBIG` (writes). Guests see these as `OSError`. The runtime
+//! mounts every instance shares are frozen: reading them moves no time, so one sandbox
+//! cannot see what another read.
+
+mod iovec;
+#[cfg(test)]
+mod tests;
 
 use std::collections::{BTreeMap, HashMap};
+use std::ops::Range;
 use std::sync::Arc;
 
 use cordon_protocol::execution::Stream;
@@ -22,14 +30,15 @@ use wasmtime::{Caller, Linker};
 use crate::host::{self, HostState};
 use crate::meter::Meter;
 use crate::workspace::{
-    Errno, GUEST_ROOT, Kind, Node, Quota, ROOT, Tree, Workspace, errno, now_ns,
+    Errno, GUEST_ROOT, Kind, MAX_DEPTH, MAX_OFFSET, Node, Quota, ROOT, Tree, Workspace, errno,
+    now_ns,
 };
 
 const WASI: &str = "wasi_snapshot_preview1";
 const FAULT: Errno = 21;
 const ILSEQ: Errno = 25;
 const MFILE: Errno = 33;
-const ROFS: Errno = 69;
+const ROFS: Errno = errno::ROFS;
 const XDEV: Errno = 75;
 /// The first preopened directory.
 const PREOPEN_FD: u32 = 3;
@@ -344,47 +353,15 @@ fn put_u64(mem: &mut [u8], ptr: i32, value: u64) -> Result<(), Errno> {
     Ok(())
 }
 
-fn get_u32(mem: &[u8], at: usize) -> Result<u32, Errno> {
-    let bytes = mem.get(at..at + 4).ok_or(FAULT)?;
-    let mut word = [0u8; 4];
-    word.copy_from_slice(bytes);
-    Ok(u32::from_le_bytes(word))
-}
-
-/// The `(offset, len)` of each buffer of an iovec array.
-fn iovecs(mem: &[u8], iovs: i32, count: i32) -> Result<Vec<(usize, usize)>, Errno> {
-    let count = usize::try_from(count).map_err(|_| FAULT)?;
-    let table = range(mem, iovs, count.checked_mul(8).ok_or(FAULT)?)?;
-    let mut out = Vec::with_capacity(count);
-    for index in 0..count {
-        let at = table.start + index * 8;
-        let buf = get_u32(mem, at)? as usize;
-        let len = get_u32(mem, at + 4)? as usize;
-        let checked = range(mem, i32::try_from(buf).map_err(|_| FAULT)?, len)?;
-        out.push((checked.start, len));
-    }
-    Ok(out)
-}
-
-/// Bytes one write call takes at most. Buffers may overlap, so a guest could otherwise
-/// name far more bytes than its memory holds; the caller is told how many were written and
-/// writes the rest again, as with any short write.
-const MAX_WRITE_PER_CALL: usize = 16 << 20;
-
-fn gather(mem: &[u8], iovs: i32, count: i32) -> Result<Vec<u8>, Errno> {
-    let mut bytes = Vec::new();
-    for (at, len) in iovecs(mem, iovs, count)? {
-        let room = MAX_WRITE_PER_CALL - bytes.len();
-        bytes.extend_from_slice(&mem[at..at + len.min(room)]);
-        if bytes.len() == MAX_WRITE_PER_CALL {
-            break;
-        }
-    }
-    Ok(bytes)
-}
+/// The longest path a call may name: the deepest tree of the longest names. It bounds
+/// what the host copies out of the guest for one path.
+const MAX_PATH: usize = MAX_DEPTH * 256;
 
 fn path(mem: &[u8], ptr: i32, len: i32) -> Result<String, Errno> {
     let len = usize::try_from(len).map_err(|_| FAULT)?;
+    if len > MAX_PATH {
+        return Err(errno::NAMETOOLONG);
+    }
     let at = range(mem, ptr, len)?;
     std::str::from_utf8(&mem[at])
         .map(str::to_owned)
@@ -451,17 +428,17 @@ fn code(result: Result<(), Errno>) -> i32 {
     }
 }
 
-fn read_into(mem: &mut [u8], iovs: &[(usize, usize)], data: &[u8], offset: u64) -> usize {
+fn read_into(mem: &mut [u8], buffers: &[Range<usize>], data: &[u8], offset: u64) -> usize {
     let mut at = usize::try_from(offset)
         .unwrap_or(usize::MAX)
         .min(data.len());
     let mut total = 0;
-    for (buf, len) in iovs {
-        let take = (*len).min(data.len() - at);
-        mem[*buf..*buf + take].copy_from_slice(&data[at..at + take]);
+    for buffer in buffers {
+        let take = buffer.len().min(data.len() - at);
+        mem[buffer.start..buffer.start + take].copy_from_slice(&data[at..at + take]);
         at += take;
         total += take;
-        if take < *len {
+        if take < buffer.len() {
             break;
         }
     }
@@ -485,7 +462,7 @@ fn fd_read(
             Err(errno::BADF)
         };
     }
-    let iovs = iovecs(mem, iovs, count)?;
+    let buffers = iovec::buffers(mem, iovs, count)?;
     let fs = &mut state.fs;
     let (ino, pos) = {
         let open = fs.open(fd)?;
@@ -499,15 +476,15 @@ fn fd_read(
     };
     let read = {
         let mut tree = fs.tree_of(fd)?;
-        let node = tree.node_mut(ino)?;
-        node.accessed_ns = now_ns();
-        let Kind::File(data) = &node.kind else {
+        // Not in a frozen (shared) tree: another sandbox would see this read.
+        tree.touch(ino);
+        let Kind::File(data) = &tree.node(ino)?.kind else {
             return Err(errno::ISDIR);
         };
-        read_into(mem, &iovs, data, offset.unwrap_or(pos))
+        read_into(mem, &buffers, data, offset.unwrap_or(pos))
     };
     if offset.is_none() {
-        fs.open_mut(fd)?.pos = pos + read as u64;
+        fs.open_mut(fd)?.pos = pos.checked_add(read as u64).ok_or(errno::OVERFLOW)?;
     }
     Ok(u32::try_from(read).unwrap_or(u32::MAX))
 }
@@ -521,8 +498,9 @@ fn fd_write(
     count: i32,
     offset: Option<u64>,
 ) -> Result<Result<u32, crate::meter::Stop>, Errno> {
-    let bytes = gather(mem, iovs, count)?;
-    let written = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
+    let buffers = iovec::write_buffers(mem, iovs, count)?;
+    let len: usize = buffers.iter().map(Range::len).sum();
+    let written = u32::try_from(len).unwrap_or(u32::MAX);
     if is_stdio(fd) {
         if fd == 0 {
             return Err(errno::BADF);
@@ -535,11 +513,17 @@ fn fd_write(
         } else {
             Stream::Stdout
         };
+        // Straight from guest memory: the sink keeps what fits `max_output_bytes` and
+        // stops the guest at the first byte past it.
         let meter: Arc<Meter> = state.meter.clone();
-        return Ok(match meter.output().write(stream, &bytes) {
-            Ok(()) => Ok(written),
-            Err(reason) => Err(meter.record_stop(reason)),
-        });
+        let mut output = meter.output();
+        for buffer in buffers {
+            if let Err(reason) = output.write(stream, &mem[buffer]) {
+                drop(output);
+                return Ok(Err(meter.record_stop(reason)));
+            }
+        }
+        return Ok(Ok(written));
     }
     let fs = &mut state.fs;
     let (ino, at, append) = {
@@ -559,8 +543,8 @@ fn fd_write(
             None if append => tree.node(ino)?.size(),
             None => at,
         };
-        tree.write_at(ino, at, &bytes)?;
-        at + bytes.len() as u64
+        let parts: Vec<&[u8]> = buffers.into_iter().map(|buffer| &mem[buffer]).collect();
+        tree.write_at(ino, at, &parts)?
     };
     if offset.is_none() {
         fs.open_mut(fd)?.pos = end;
@@ -737,6 +721,13 @@ fn fd_filestat(state: &HostState, fd: i32) -> Result<[u8; 64], Errno> {
     Ok(stat_bytes(open.ino, tree.node(open.ino)?))
 }
 
+fn path_filestat(state: &HostState, fd: i32, path: &str) -> Result<[u8; 64], Errno> {
+    let base = state.fs.dir_fd(fd)?;
+    let tree = state.fs.tree_of(fd)?;
+    let ino = tree.resolve(base, path)?;
+    Ok(stat_bytes(ino, tree.node(ino)?))
+}
+
 fn writable_file(state: &HostState, fd: i32) -> Result<u64, Errno> {
     if is_stdio(fd) {
         return Err(errno::INVAL);
@@ -763,15 +754,33 @@ fn seek(state: &mut HostState, fd: i32, offset: i64, whence: i32) -> Result<u64,
         state.fs.tree_of(fd)?.node(open.ino)?.size()
     };
     let open = state.fs.open_mut(fd)?;
+    let pos = seek_target(open.pos, size, offset, whence)?;
+    open.pos = pos;
+    Ok(pos)
+}
+
+/// Where a seek from `pos` in a file of `size` bytes lands, as POSIX's `lseek`: before the
+/// start is `EINVAL`, past what a guest's `off_t` holds is `EOVERFLOW`; past the end of the
+/// file is allowed (a write there counts against the quota). A refused seek moves nothing.
+fn seek_target(pos: u64, size: u64, offset: i64, whence: i32) -> Result<u64, Errno> {
     let base = match whence {
         0 => 0,
-        1 => open.pos,
+        1 => pos,
         2 => size,
         _ => return Err(errno::INVAL),
     };
-    let pos = base.checked_add_signed(offset).ok_or(errno::INVAL)?;
-    open.pos = pos;
-    Ok(pos)
+    match base.checked_add_signed(offset) {
+        Some(target) if target <= MAX_OFFSET => Ok(target),
+        Some(_) => Err(errno::OVERFLOW),
+        None if offset < 0 => Err(errno::INVAL),
+        None => Err(errno::OVERFLOW),
+    }
+}
+
+/// A guest's file offset or length (WASI passes them unsigned, libc's `off_t` is signed):
+/// a negative one is `EINVAL`, as POSIX's `pread`, `pwrite` and `ftruncate` say.
+fn file_offset(value: i64) -> Result<u64, Errno> {
+    u64::try_from(value).map_err(|_| errno::INVAL)
 }
 
 /// Adds the filesystem calls to `linker`, shadowing wasmtime-wasi's.
@@ -841,7 +850,7 @@ fn define(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
          nread: i32|
          -> i32 {
             code(with_memory(&mut caller, |mem, state| {
-                let read = fd_read(mem, state, fd, iovs, count, Some(offset as u64))?;
+                let read = fd_read(mem, state, fd, iovs, count, Some(file_offset(offset)?))?;
                 put_u32(mem, nread, read)
             }))
         },
@@ -882,7 +891,7 @@ fn define(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
          nwritten: i32|
          -> i32 {
             code(with_memory(&mut caller, |mem, state| {
-                match fd_write(mem, state, fd, iovs, count, Some(offset as u64))? {
+                match fd_write(mem, state, fd, iovs, count, Some(file_offset(offset)?))? {
                     Ok(written) => put_u32(mem, nwritten, written),
                     Err(_) => Err(errno::SPIPE),
                 }
@@ -970,10 +979,10 @@ fn define(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
         "fd_filestat_set_size",
         |mut caller: Caller<'_, HostState>, fd: i32, size: i64| -> i32 {
             let state = caller.data_mut();
-            code(
-                writable_file(state, fd)
-                    .and_then(|ino| state.fs.tree_of(fd)?.set_len(ino, size as u64)),
-            )
+            code(writable_file(state, fd).and_then(|ino| {
+                let size = file_offset(size)?;
+                state.fs.tree_of(fd)?.set_len(ino, size)
+            }))
         },
     )?;
     linker.func_wrap(
@@ -983,7 +992,15 @@ fn define(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
             let state = caller.data_mut();
             code(writable_file(state, fd).and_then(|ino| {
                 let mut tree = state.fs.tree_of(fd)?;
-                let end = (offset as u64).checked_add(len as u64).ok_or(errno::FBIG)?;
+                // POSIX's `posix_fallocate`: a negative offset or an empty range is EINVAL.
+                let (offset, len) = (file_offset(offset)?, file_offset(len)?);
+                if len == 0 {
+                    return Err(errno::INVAL);
+                }
+                let end = offset
+                    .checked_add(len)
+                    .filter(|end| *end <= MAX_OFFSET)
+                    .ok_or(errno::FBIG)?;
                 if end > tree.node(ino)?.size() {
                     tree.set_len(ino, end)?;
                 }
@@ -1096,12 +1113,7 @@ fn define(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
          -> i32 {
             code(with_memory(&mut caller, |mem, state| {
                 let path = path(mem, ptr, len)?;
-                let base = state.fs.dir_fd(fd)?;
-                let stat = {
-                    let tree = state.fs.tree_of(fd)?;
-                    let ino = tree.resolve(base, &path)?;
-                    stat_bytes(ino, tree.node(ino)?)
-                };
+                let stat = path_filestat(state, fd, &path)?;
                 put_bytes(mem, buf, &stat)
             }))
         },
@@ -1246,41 +1258,4 @@ fn define(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
         },
     )?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Guest memory of `size` bytes with an iovec table at 0 naming `count` times the same
-    /// buffer `[64, size)`.
-    fn overlapping(size: usize, count: usize) -> Vec<u8> {
-        let mut mem = vec![0u8; size];
-        for index in 0..count {
-            let at = index * 8;
-            mem[at..at + 4].copy_from_slice(&64u32.to_le_bytes());
-            mem[at + 4..at + 8].copy_from_slice(&((size - 64) as u32).to_le_bytes());
-        }
-        mem
-    }
-
-    #[test]
-    fn overlapping_write_buffers_are_bounded_per_call() {
-        // 8 × 4 MiB named from 4 MiB of memory: 32 MiB asked for, 16 MiB taken.
-        let mem = overlapping(4 << 20, 8);
-        let bytes = gather(&mem, 0, 8).unwrap();
-        assert_eq!(bytes.len(), MAX_WRITE_PER_CALL);
-        let small = overlapping(1024, 2);
-        assert_eq!(gather(&small, 0, 2).unwrap().len(), 2 * (1024 - 64));
-    }
-
-    #[test]
-    fn iovec_tables_and_buffers_outside_memory_are_faults() {
-        let mem = overlapping(1024, 2);
-        assert_eq!(gather(&mem, 1020, 1), Err(FAULT));
-        assert_eq!(gather(&mem, 0, -1), Err(FAULT));
-        let mut bad = mem.clone();
-        bad[4..8].copy_from_slice(&4096u32.to_le_bytes());
-        assert_eq!(gather(&bad, 0, 1), Err(FAULT));
-    }
 }

@@ -100,8 +100,10 @@ pub(crate) mod errno {
     pub(crate) const NOTDIR: u16 = 54;
     pub(crate) const NOTEMPTY: u16 = 55;
     pub(crate) const NOTSUP: u16 = 58;
+    pub(crate) const OVERFLOW: u16 = 61;
     pub(crate) const PERM: u16 = 63;
-    pub(crate) const SPIPE: u16 = 68;
+    pub(crate) const ROFS: u16 = 69;
+    pub(crate) const SPIPE: u16 = 70;
     pub(crate) const NOTCAPABLE: u16 = 76;
 }
 
@@ -112,12 +114,39 @@ const MAX_NAME: usize = 255;
 /// Deepest nesting of directories. Paths this deep already exceed Linux's `PATH_MAX`
 /// (4096) at 32 characters a level; it keeps listings and removals linear.
 pub(crate) const MAX_DEPTH: usize = 128;
+/// The largest file position or size: WASI's `filesize` is unsigned, but every guest libc
+/// holds it in a signed `off_t`, and a host `Vec` cannot be longer either.
+pub(crate) const MAX_OFFSET: u64 = i64::MAX as u64;
+/// The times every node of a frozen tree shows: 1980-01-01, the earliest a zip entry can
+/// carry (so a guest may archive these files). Fixed, so they say nothing about when the
+/// image was loaded or who else read them.
+pub(crate) const FROZEN_NS: u64 = 315_532_800 * 1_000_000_000;
 
 pub(crate) fn now_ns() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|elapsed| u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX))
         .unwrap_or(0)
+}
+
+/// Sets a file's length to `len` (at most [`MAX_OFFSET`]) without letting its buffer hold
+/// much more than the quota lets the file grow to (`room`): growth is amortised up to
+/// there, a shrink gives the memory back (else writing and truncating many files would
+/// keep far more host memory than the quota), and an allocation the host cannot make is
+/// `ENOSPC`, never an abort.
+fn resize_within(data: &mut Vec<u8>, len: u64, room: u64) -> Result<(), Errno> {
+    let len = usize::try_from(len).map_err(|_| errno::FBIG)?;
+    if len > data.capacity() {
+        let room = usize::try_from(room).unwrap_or(usize::MAX);
+        let target = data.capacity().saturating_mul(2).min(room).max(len);
+        data.try_reserve_exact(target - data.len())
+            .map_err(|_| errno::NOSPC)?;
+    }
+    data.resize(len, 0);
+    if data.capacity() / 2 > len {
+        data.shrink_to(len);
+    }
+    Ok(())
 }
 
 /// The tree behind a [`Workspace`].
@@ -127,6 +156,9 @@ pub(crate) struct Tree {
     pub(crate) bytes: u64,
     pub(crate) entries: u64,
     pub(crate) quota: Quota,
+    /// Shared by instances (a runtime's files): nothing may change, not even an access
+    /// time, or one sandbox could signal another through it.
+    frozen: bool,
 }
 
 impl Tree {
@@ -148,6 +180,7 @@ impl Tree {
             bytes: 0,
             entries: 0,
             quota,
+            frozen: false,
         }
     }
 
@@ -155,8 +188,19 @@ impl Tree {
         self.nodes.get(&ino).ok_or(errno::BADF)
     }
 
+    /// A node to change: every change goes through here, so a frozen tree refuses them all.
     pub(crate) fn node_mut(&mut self, ino: u64) -> Result<&mut Node, Errno> {
+        if self.frozen {
+            return Err(errno::ROFS);
+        }
         self.nodes.get_mut(&ino).ok_or(errno::BADF)
+    }
+
+    /// Records a read of `ino` (its access time), unless the tree is frozen.
+    pub(crate) fn touch(&mut self, ino: u64) {
+        if let Ok(node) = self.node_mut(ino) {
+            node.accessed_ns = now_ns();
+        }
     }
 
     fn lookup(&self, dir: u64, name: &str) -> Result<u64, Errno> {
@@ -270,7 +314,6 @@ impl Tree {
             return Err(errno::NAMETOOLONG);
         }
         let ino = self.next_ino;
-        self.next_ino += 1;
         let now = now_ns();
         let parent = self.node_mut(dir)?;
         match &mut parent.kind {
@@ -283,6 +326,8 @@ impl Tree {
             Kind::File(_) => return Err(errno::NOTDIR),
         }
         parent.modified_ns = now;
+        // Numbered only once it exists: a refused create leaves no trace.
+        self.next_ino += 1;
         self.nodes.insert(
             ino,
             Node {
@@ -393,14 +438,18 @@ impl Tree {
 
     /// Sets a file's length, within the byte quota.
     pub(crate) fn set_len(&mut self, ino: u64, len: u64) -> Result<(), Errno> {
+        if len > MAX_OFFSET {
+            return Err(errno::FBIG);
+        }
         let old = self.node(ino)?.size();
-        let new_total = (self.bytes - old.min(self.bytes)).saturating_add(len);
+        let others = self.bytes - old.min(self.bytes);
+        let new_total = others.checked_add(len).ok_or(errno::NOSPC)?;
         if len > old && new_total > self.quota.bytes {
             return Err(errno::NOSPC);
         }
-        let len = usize::try_from(len).map_err(|_| errno::FBIG)?;
+        let room = self.quota.bytes.saturating_sub(others);
         match &mut self.node_mut(ino)?.kind {
-            Kind::File(data) => data.resize(len, 0),
+            Kind::File(data) => resize_within(data, len, room)?,
             Kind::Dir(_) => return Err(errno::ISDIR),
         }
         self.bytes = new_total;
@@ -408,33 +457,50 @@ impl Tree {
         Ok(())
     }
 
-    /// Writes `bytes` at `offset` (zero-filling a gap), within the byte quota: a write that
-    /// does not fit whole stores nothing.
-    pub(crate) fn write_at(&mut self, ino: u64, offset: u64, bytes: &[u8]) -> Result<(), Errno> {
-        let end = offset.checked_add(bytes.len() as u64).ok_or(errno::FBIG)?;
+    /// Writes `parts`, one after another, at `offset` (zero-filling a gap), within the byte
+    /// quota: a write that does not fit whole stores nothing. Returns where it ended. The
+    /// offset comes from the guest: every sum is checked, and a file never passes
+    /// [`MAX_OFFSET`] (`EFBIG`, as POSIX's `write` at the offset maximum).
+    pub(crate) fn write_at(
+        &mut self,
+        ino: u64,
+        offset: u64,
+        parts: &[&[u8]],
+    ) -> Result<u64, Errno> {
+        let len = parts
+            .iter()
+            .try_fold(0u64, |sum, part| sum.checked_add(part.len() as u64))
+            .ok_or(errno::FBIG)?;
         let old = self.node(ino)?.size();
-        if end > old {
-            let needed = self.bytes - old.min(self.bytes) + end;
-            if needed > self.quota.bytes {
-                return Err(errno::NOSPC);
-            }
+        if len == 0 {
+            // Writing nothing changes nothing (POSIX), wherever the position is.
+            return Ok(offset);
         }
-        let (start, end_index) = (
-            usize::try_from(offset).map_err(|_| errno::FBIG)?,
-            usize::try_from(end).map_err(|_| errno::FBIG)?,
-        );
+        let end = offset
+            .checked_add(len)
+            .filter(|end| *end <= MAX_OFFSET)
+            .ok_or(errno::FBIG)?;
+        let others = self.bytes - old.min(self.bytes);
+        let new_total = others
+            .checked_add(end.max(old))
+            .filter(|total| end <= old || *total <= self.quota.bytes)
+            .ok_or(errno::NOSPC)?;
+        let room = self.quota.bytes.saturating_sub(others);
         let node = self.node_mut(ino)?;
         let Kind::File(data) = &mut node.kind else {
             return Err(errno::ISDIR);
         };
-        if data.len() < end_index {
-            data.resize(end_index, 0);
+        if end > old {
+            resize_within(data, end, room)?;
         }
-        data[start..end_index].copy_from_slice(bytes);
+        let mut at = usize::try_from(offset).map_err(|_| errno::FBIG)?;
+        for part in parts {
+            data[at..at + part.len()].copy_from_slice(part);
+            at += part.len();
+        }
         node.modified_ns = now_ns();
-        let grown = end.saturating_sub(old);
-        self.bytes += grown;
-        Ok(())
+        self.bytes = new_total;
+        Ok(end)
     }
 
     /// Creates the directories of `parts` (all but the last) and returns the last one's
@@ -542,6 +608,17 @@ impl Workspace {
         self.tree
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Makes the tree read-only for good, every time fixed at [`FROZEN_NS`]: for trees
+    /// shared by instances (a runtime's files), in which no guest may leave a trace.
+    pub(crate) fn freeze(&self) {
+        let mut tree = self.lock();
+        for node in tree.nodes.values_mut() {
+            node.modified_ns = FROZEN_NS;
+            node.accessed_ns = FROZEN_NS;
+        }
+        tree.frozen = true;
     }
 
     /// Whether `other` is a handle to the same tree.
@@ -672,109 +749,4 @@ impl Workspace {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn quota(bytes: u64, files: u64) -> Quota {
-        Quota { bytes, files }
-    }
-
-    #[test]
-    fn host_paths_must_be_plain_relative_names() {
-        for bad in [
-            "",
-            "/etc/passwd",
-            "../x",
-            "a/../../x",
-            "a//b",
-            "./a",
-            "a/",
-            "a\\b",
-            "a\0",
-        ] {
-            assert!(split_path(bad).is_err(), "{bad:?} was accepted");
-        }
-        assert_eq!(split_path("a/b.csv"), Ok(vec!["a", "b.csv"]));
-    }
-
-    #[test]
-    fn writes_count_against_both_quotas_and_fail_whole() {
-        let workspace = Workspace::new(quota(10, 3));
-        workspace.write("a/b", b"12345").unwrap();
-        assert_eq!(workspace.usage(), (5, 2));
-        assert!(matches!(
-            workspace.write("c", b"123456"),
-            Err(WorkspaceError::QuotaBytes { .. })
-        ));
-        workspace.write("a/b", b"1234567890").unwrap();
-        assert_eq!(workspace.usage(), (10, 2));
-        assert!(matches!(
-            workspace.write("x/y", b""),
-            Err(WorkspaceError::QuotaFiles { .. })
-        ));
-        assert_eq!(workspace.usage(), (10, 2));
-        workspace.remove("a").unwrap();
-        assert_eq!(workspace.usage(), (0, 0));
-        assert!(workspace.list().is_empty());
-    }
-
-    #[test]
-    fn trees_are_at_most_max_depth_deep() {
-        let workspace = Workspace::new(quota(1 << 20, 10_000));
-        let deepest = vec!["d"; MAX_DEPTH - 1].join("/");
-        workspace
-            .write(&format!("{deepest}/leaf.txt"), b"x")
-            .unwrap();
-        assert!(matches!(
-            workspace.write(&format!("{deepest}/d/leaf.txt"), b"x"),
-            Err(WorkspaceError::InvalidPath(_))
-        ));
-        workspace.write("a.txt", b"y").unwrap();
-        let listed: Vec<String> = workspace
-            .list()
-            .into_iter()
-            .map(|entry| entry.path)
-            .collect();
-        assert_eq!(
-            listed,
-            vec!["a.txt".to_owned(), format!("{deepest}/leaf.txt")]
-        );
-        let mut tree = workspace.lock();
-        let parent = tree.resolve(ROOT, &deepest).unwrap();
-        let more = tree
-            .create(parent, "more", Kind::Dir(BTreeMap::new()))
-            .unwrap();
-        assert_eq!(
-            tree.create(more, "x", Kind::File(Vec::new())),
-            Err(errno::NAMETOOLONG)
-        );
-        // Moving a subtree counts its own levels: two levels fit under depth 126, not 127.
-        let top = tree
-            .create(ROOT, "top", Kind::Dir(BTreeMap::new()))
-            .unwrap();
-        tree.create(top, "inner", Kind::Dir(BTreeMap::new()))
-            .unwrap();
-        let at_126 = tree.node(parent).unwrap().parent;
-        assert_eq!(
-            tree.rename(ROOT, "top", parent, "top"),
-            Err(errno::NAMETOOLONG)
-        );
-        assert_eq!(tree.rename(ROOT, "top", at_126, "top"), Ok(()));
-        drop(tree);
-        workspace.remove("d").unwrap();
-        assert_eq!(workspace.usage(), (1, 1));
-    }
-
-    #[test]
-    fn guest_walks_stay_below_the_root() {
-        let workspace = Workspace::new(quota(100, 10));
-        workspace.write("d/f", b"x").unwrap();
-        let tree = workspace.lock();
-        let d = tree.resolve(ROOT, "d").unwrap();
-        assert_eq!(tree.resolve(d, "../d/f"), tree.resolve(ROOT, "d/f"));
-        assert_eq!(tree.resolve(ROOT, ".."), Err(errno::NOTCAPABLE));
-        assert_eq!(tree.resolve(d, "../../etc"), Err(errno::NOTCAPABLE));
-        assert_eq!(tree.resolve(ROOT, "/etc"), Err(errno::NOTCAPABLE));
-        assert_eq!(tree.resolve(ROOT, "d/f/"), Err(errno::NOTDIR));
-    }
-}
+mod tests;

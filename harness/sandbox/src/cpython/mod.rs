@@ -159,6 +159,10 @@ fn mounts(stdlib_zip: Vec<u8>, tmp_writable: bool) -> Result<Arc<[Mount]>, Sandb
     let lib = Workspace::new(unlimited);
     lib.write(ZIP_NAME, &stdlib_zip)
         .map_err(|error| SandboxError::Image(format!("the standard library: {error}")))?;
+    // Every instance reads these same trees: frozen, a read moves no time and nothing
+    // else changes, so no sandbox sees what another read.
+    lib.freeze();
+    mpl_data.freeze();
     // While the image is made, /tmp is one writable tree (matplotlib builds its font list
     // there); at run time each instance gets an empty one of its own (a scratch mount).
     let tmp = Workspace::new(if tmp_writable {

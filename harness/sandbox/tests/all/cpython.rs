@@ -222,6 +222,50 @@ outcomes
     }
 }
 
+/// The shared runtime files a test signals through: the standard library's zip, its
+/// folder, and matplotlib's first data files; with a stat of each, times and inode.
+const RUNTIME_FILES: &str = r#"
+import os, matplotlib
+data = matplotlib.get_data_path()
+paths = ["/usr/local/lib/python315.zip", "/usr/local/lib", data]
+paths += sorted(os.path.join(folder, name) for folder, _, names in os.walk(data) for name in names)[:5]
+def stats():
+    return [[s.st_atime_ns, s.st_mtime_ns, s.st_ctime_ns, s.st_ino] for s in map(os.stat, paths)]
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reading_the_shared_runtime_files_sends_nothing_to_another_sandbox() {
+    let sandbox = sandbox().await;
+    let receiver = sandbox.session(SessionSpec::new(Language::Python, no_tools()));
+    let sender = sandbox.session(SessionSpec::new(Language::Python, no_tools()));
+    let before = receiver
+        .execute(format!("{RUNTIME_FILES}\nbefore = stats()\nbefore"))
+        .wait()
+        .await;
+    assert_eq!(before.status, ExecutionStatus::Completed, "{before:#?}");
+    // The attack: read (or list) the files whose bit is set; the other side stats them.
+    let send = format!(
+        "{RUNTIME_FILES}\n\
+         for bit, path in enumerate(paths):\n\
+         \x20   if 0b10110101 >> bit & 1:\n\
+         \x20       os.listdir(path) if os.path.isdir(path) else open(path, 'rb').read(65536)\n\
+         len(paths)"
+    );
+    let sent = sender.execute(&send).wait().await;
+    assert_eq!(sent.result, json!(8), "{sent:#?}");
+    let after = receiver.execute("stats()").wait().await;
+    assert_eq!(after.status, ExecutionStatus::Completed, "{after:#?}");
+    assert_eq!(
+        before.result, after.result,
+        "a read was visible to another sandbox"
+    );
+    // Fixed times: 1980-01-01, whenever the image was made or loaded.
+    let frozen = vec![json!(315_532_800_000_000_000u64); 3];
+    for stat in after.result.as_array().unwrap() {
+        assert_eq!(stat.as_array().unwrap()[..3], frozen[..], "{stat}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tmp_is_a_scratch_folder_of_each_instance_held_to_the_workspace_quota() {
     let write = r#"

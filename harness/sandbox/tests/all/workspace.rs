@@ -337,3 +337,57 @@ const bytes = fs.readFileSync("out/bytes.bin");
         b"[[\"a\",\"b\"],[\"1\",\"2\"]]\n"
     );
 }
+
+/// The seek-and-write that wrapped the quota sum: two seeks to 2^64 - 2 (the second was
+/// refused to the guest but moved the host's position), then one byte.
+const SEEK_TO_THE_TOP: &str = r#"
+import errno, os
+def code(action):
+    try:
+        return action()
+    except OSError as error:
+        return errno.errorcode.get(error.errno, error.errno)
+with open("other.bin", "wb") as f:
+    f.write(b"12345")
+fd = os.open("f.bin", os.O_RDWR | os.O_CREAT)
+outcome = [
+    code(lambda: os.lseek(fd, 2**63 - 1, os.SEEK_SET)),
+    code(lambda: os.lseek(fd, 2**63 - 1, os.SEEK_CUR)),
+    code(lambda: os.lseek(fd, 0, os.SEEK_CUR)),
+    code(lambda: os.write(fd, b"x")),
+    code(lambda: os.lseek(fd, -1, os.SEEK_SET)),
+    code(lambda: os.lseek(fd, 0, os.SEEK_CUR)),
+]
+outcome
+"#;
+
+#[tokio::test]
+async fn a_write_at_the_top_of_u64_is_an_os_error_and_the_session_goes_on() {
+    for language in [Language::PythonLite, Language::Python] {
+        let workspace = workspace();
+        let session = sandbox()
+            .await
+            .session(SessionSpec::new(language, no_tools()).workspace(workspace.clone()));
+        let caught = session.execute(SEEK_TO_THE_TOP).wait().await;
+        completed(&caught);
+        let top = json!(i64::MAX);
+        assert_eq!(
+            caught.result,
+            json!([top, "EOVERFLOW", top, "EFBIG", "EINVAL", top]),
+            "{language:?}"
+        );
+        // Uncaught, the same write ends the execution with the guest's own OSError.
+        let uncaught = session.execute("os.write(fd, b'x')").wait().await;
+        assert_eq!(uncaught.status, ExecutionStatus::Error, "{uncaught:#?}");
+        let error = uncaught.error.as_ref().unwrap();
+        assert!(error.error_type.contains("OSError"), "{uncaught:#?}");
+        // The session, its instance and the workspace go on as before.
+        let after = session
+            .execute("os.lseek(fd, 0, os.SEEK_SET)\nos.write(fd, b'ok')\nos.close(fd)\n[open('f.bin').read(), open('other.bin').read()]")
+            .wait()
+            .await;
+        completed(&after);
+        assert_eq!(after.result, json!(["ok", "12345"]), "{language:?}");
+        assert_eq!(workspace.usage(), (7, 2));
+    }
+}
