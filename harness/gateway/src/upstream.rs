@@ -6,7 +6,7 @@ use std::time::Duration;
 use cordon_protocol::conversation::stream::{
     Accumulator, AnthropicAccumulator, ChatAccumulator, Progress, ResponsesAccumulator,
 };
-use cordon_protocol::conversation::{Request, Turn, anthropic, chat, responses};
+use cordon_protocol::conversation::{ConversionError, Request, Turn, anthropic, chat, responses};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
@@ -222,10 +222,13 @@ impl HttpUpstream {
         request: &Request,
         credential: Option<&Credential>,
     ) -> Result<Turn, UpstreamError> {
+        let body = self.body(request);
+        // Read the answer as a stream only when this very body asked for one.
+        let asked_stream = body.get("stream") == Some(&Value::Bool(true));
         let mut http = self
             .client
             .post(format!("{}{}", self.url, self.api.path()))
-            .json(&self.body(request));
+            .json(&body);
         // Whose key reaches the upstream: a 401/403 is the client's to fix only when it is theirs.
         let clients_key = self.key.is_none() && credential.is_some();
         let credential = self.key.as_ref().or(credential);
@@ -265,6 +268,14 @@ impl HttpUpstream {
             .get(reqwest::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("text/event-stream"));
+        if is_sse && !asked_stream {
+            // Taking it would let the upstream pick the decoder: a whole turn was asked for.
+            return Err(UpstreamError::InvalidAnswer(
+                "the upstream answered with a stream to a request that asked for none".into(),
+            ));
+        }
+        // A JSON answer to a streamed request is read whole, with the same bound: some
+        // servers ignore `stream`.
         if !is_sse {
             let text = read_bounded(&mut response, MAX_ANSWER_BYTES)
                 .await
@@ -306,12 +317,16 @@ impl HttpUpstream {
                 match accumulator.push_event(&name, &data) {
                     Ok(Progress::Done) => done = true,
                     Ok(_) => {}
-                    Err(message) => {
+                    // The upstream's own `error` event keeps its meaning.
+                    Err(ConversionError::Upstream { message }) => {
                         return Err(UpstreamError::Status {
                             status: 500,
                             message,
                         });
                     }
+                    // A stream past its bounds or out of protocol: this turn is abandoned,
+                    // the gateway keeps serving.
+                    Err(e) => return Err(UpstreamError::InvalidAnswer(e.to_string())),
                 }
             }
             if chunk.is_none() {
@@ -320,7 +335,7 @@ impl HttpUpstream {
         }
         accumulator
             .finish_turn()
-            .map_err(UpstreamError::InvalidAnswer)
+            .map_err(|e| UpstreamError::InvalidAnswer(e.to_string()))
     }
 
     fn read_failure(&self, error: ReadError) -> UpstreamError {
@@ -395,17 +410,17 @@ pub fn redacted(url: &str) -> String {
 
 /// The accumulators behind one object type (their `finish` takes `self`).
 trait AccumulatorObj: Send {
-    fn push_event(&mut self, name: &str, data: &Value) -> Result<Progress, String>;
-    fn finish_turn(self: Box<Self>) -> Result<Turn, String>;
+    fn push_event(&mut self, name: &str, data: &Value) -> Result<Progress, ConversionError>;
+    fn finish_turn(self: Box<Self>) -> Result<Turn, ConversionError>;
 }
 
 impl<A: Accumulator + Send> AccumulatorObj for A {
-    fn push_event(&mut self, name: &str, data: &Value) -> Result<Progress, String> {
-        self.push(name, data).map_err(|e| e.to_string())
+    fn push_event(&mut self, name: &str, data: &Value) -> Result<Progress, ConversionError> {
+        self.push(name, data)
     }
 
-    fn finish_turn(self: Box<Self>) -> Result<Turn, String> {
-        (*self).finish().map_err(|e| e.to_string())
+    fn finish_turn(self: Box<Self>) -> Result<Turn, ConversionError> {
+        (*self).finish()
     }
 }
 

@@ -2,8 +2,9 @@
 //!
 //! A gateway decodes the client's request ([`anthropic`], [`chat`], [`responses`]) into a
 //! [`Request`], validates tool-call pairing with [`validate_pairing`], encodes it for the
-//! upstream, decodes the upstream's answer into a [`Turn`] and encodes that back in the
-//! client's shape. Fields a vendor has that the model does not name are kept in `extra`
+//! upstream, decodes the upstream's answer into a [`Turn`] (whose call ids
+//! [`validate_turn_ids`] checks before any runs) and encodes that back in the client's
+//! shape. Fields a vendor has that the model does not name are kept in `extra`
 //! maps, and vendor-only blocks (reasoning, server tools) are carried opaquely with the
 //! vendor they came from, so a same-vendor round trip is lossless.
 
@@ -20,4 +21,4 @@ mod validate;
 
 pub use error::{ConversionError, PairingError, VendorError, encode_error};
 pub use types::*;
-pub use validate::validate_pairing;
+pub use validate::{validate_pairing, validate_turn_ids};

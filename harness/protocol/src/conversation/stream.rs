@@ -5,8 +5,19 @@
 //! Chat chunks have no event name (`""`), and Chat's terminator is `("", "[DONE]")`,
 //! written as `data: [DONE]`. Accumulators keep partial tool arguments as strings and
 //! report a tool call only once its block is complete.
+//!
+//! The events come from an upstream that is not trusted: every accumulator keeps to its
+//! [`StreamLimits`] (block indices, blocks and bytes per turn) and refuses a stream past
+//! them with a typed error, fatal to that turn only.
+
+use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
+
+mod limits;
+
+use limits::Budget;
+pub use limits::{MAX_BLOCKS, MAX_TURN_BYTES, StreamLimits};
 
 use super::json::obj;
 use super::{ConversionError, ToolCall, Turn, anthropic, chat, responses};
@@ -116,67 +127,108 @@ pub fn anthropic_events(turn: &Turn) -> Vec<Event> {
 #[derive(Debug, Default)]
 pub struct AnthropicAccumulator {
     message: Map<String, Value>,
-    /// Blocks by index, with the partial JSON of tool inputs kept as text.
-    blocks: Vec<(Value, String)>,
+    /// Blocks by index: a map, since the upstream picks the indices (each below the limit).
+    blocks: BTreeMap<usize, Block>,
+    budget: Budget,
+}
+
+/// One content block as it streams in.
+#[derive(Debug)]
+struct Block {
+    value: Map<String, Value>,
+    /// The partial JSON of a tool input, kept as text until the block stops.
+    partial: String,
+    /// `content_block_stop` arrived: nothing more may reach the block, and a second stop
+    /// cannot decode (and report) a large tool call again.
+    stopped: bool,
+}
+
+impl AnthropicAccumulator {
+    /// An accumulator keeping to `limits` instead of the defaults.
+    pub fn with_limits(limits: StreamLimits) -> Self {
+        AnthropicAccumulator {
+            budget: Budget::new(limits),
+            ..Self::default()
+        }
+    }
+
+    /// The started, not yet stopped block `data["index"]` names.
+    fn open_block(&mut self, data: &Value, field: &str) -> Result<&mut Block> {
+        self.budget
+            .index(data.get("index"), field)?
+            .and_then(|i| self.blocks.get_mut(&i))
+            .filter(|block| !block.stopped)
+            .ok_or_else(|| ConversionError::field(field))
+    }
+}
+
+/// Appends to a block's text in place: rebuilding it on every delta made a long text
+/// quadratic in its number of pieces.
+fn append(block: &mut Map<String, Value>, key: &str, more: Option<&Value>) {
+    let more = more.and_then(Value::as_str).unwrap_or_default();
+    match block.get_mut(key) {
+        Some(Value::String(text)) => text.push_str(more),
+        _ => {
+            block.insert(key.to_owned(), Value::String(more.to_owned()));
+        }
+    }
 }
 
 impl Accumulator for AnthropicAccumulator {
     fn push(&mut self, event: &str, data: &Value) -> Result<Progress> {
-        let index = data
-            .get("index")
-            .and_then(Value::as_u64)
-            .map(|i| i as usize);
+        self.budget.charge(data)?;
         match event {
             "message_start" => self.message = obj(data.get("message").cloned().unwrap_or_default()),
             "content_block_start" => {
-                let block = data
-                    .get("content_block")
-                    .cloned()
-                    .ok_or_else(|| ConversionError::field("content_block"))?;
-                let i = index.ok_or_else(|| ConversionError::field("index"))?;
-                if self.blocks.len() <= i {
-                    self.blocks.resize(i + 1, (Value::Null, String::new()));
-                }
-                self.blocks[i] = (block, String::new());
+                let Some(Value::Object(block)) = data.get("content_block") else {
+                    return Err(ConversionError::field("content_block"));
+                };
+                let i = self
+                    .budget
+                    .index(data.get("index"), "content_block_start.index")?
+                    .ok_or_else(|| ConversionError::field("index"))?;
+                let block = Block {
+                    value: block.clone(),
+                    partial: String::new(),
+                    stopped: false,
+                };
+                self.blocks.insert(i, block);
             }
             "content_block_delta" => {
-                let (block, partial) = index
-                    .and_then(|i| self.blocks.get_mut(i))
-                    .ok_or_else(|| ConversionError::field("content_block_delta.index"))?;
-                let delta = data.get("delta").cloned().unwrap_or_default();
-                let append = |block: &mut Value, key: &str, more: &Value| {
-                    let text = format!(
-                        "{}{}",
-                        block[key].as_str().unwrap_or_default(),
-                        more.as_str().unwrap_or_default()
-                    );
-                    block[key] = json!(text);
-                };
-                match delta["type"].as_str() {
-                    Some("text_delta") => append(block, "text", &delta["text"]),
-                    Some("thinking_delta") => append(block, "thinking", &delta["thinking"]),
-                    Some("signature_delta") => append(block, "signature", &delta["signature"]),
-                    Some("input_json_delta") => {
-                        partial.push_str(delta["partial_json"].as_str().unwrap_or_default())
-                    }
+                let block = self.open_block(data, "content_block_delta.index")?;
+                let delta = data.get("delta").unwrap_or(&Value::Null);
+                let value = &mut block.value;
+                match delta.get("type").and_then(Value::as_str) {
+                    Some("text_delta") => append(value, "text", delta.get("text")),
+                    Some("thinking_delta") => append(value, "thinking", delta.get("thinking")),
+                    Some("signature_delta") => append(value, "signature", delta.get("signature")),
+                    Some("input_json_delta") => block.partial.push_str(
+                        delta
+                            .get("partial_json")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default(),
+                    ),
                     _ => {}
                 }
             }
             "content_block_stop" => {
-                let (block, partial) = index
-                    .and_then(|i| self.blocks.get_mut(i))
-                    .ok_or_else(|| ConversionError::field("content_block_stop.index"))?;
-                if !partial.is_empty() {
-                    block["input"] = serde_json::from_str(partial).map_err(|e| {
+                let block = self.open_block(data, "content_block_stop.index")?;
+                block.stopped = true;
+                if !block.partial.is_empty() {
+                    let partial = std::mem::take(&mut block.partial);
+                    // `from_str` keeps serde_json's nesting limit (128), so a hostile input
+                    // cannot build a value too deep to walk or drop.
+                    let input = serde_json::from_str(&partial).map_err(|e| {
                         ConversionError::InvalidJson {
                             field: "input".into(),
                             reason: e.to_string(),
                         }
                     })?;
-                    partial.clear();
+                    block.value.insert("input".into(), input);
                 }
-                if block["type"] == "tool_use" {
-                    let turn = anthropic::decode_response(&json!({"content": [block.clone()]}))?;
+                if block.value.get("type").and_then(Value::as_str) == Some("tool_use") {
+                    let content = Value::Object(block.value.clone());
+                    let turn = anthropic::decode_response(&json!({"content": [content]}))?;
                     if let Some(call) = turn.tool_calls().next() {
                         return Ok(Progress::ToolCallComplete(call.clone()));
                     }
@@ -190,9 +242,16 @@ impl Accumulator for AnthropicAccumulator {
                 }
                 if let Some(Value::Object(usage)) = data.get("usage") {
                     let entry = self.message.entry("usage").or_insert_with(|| json!({}));
+                    if entry.is_null() {
+                        *entry = json!({});
+                    }
+                    // A `usage` that is not an object (from `message_start`) cannot be merged.
+                    let Value::Object(entry) = entry else {
+                        return Err(ConversionError::field("message.usage"));
+                    };
                     for (k, v) in usage {
                         if !v.is_null() {
-                            entry[k] = v.clone();
+                            entry.insert(k.clone(), v.clone());
                         }
                     }
                 }
@@ -207,9 +266,8 @@ impl Accumulator for AnthropicAccumulator {
     fn finish(mut self) -> Result<Turn> {
         let content: Vec<Value> = self
             .blocks
-            .into_iter()
-            .map(|(b, _)| b)
-            .filter(|b| !b.is_null())
+            .into_values()
+            .map(|block| Value::Object(block.value))
             .collect();
         self.message.insert("content".into(), Value::Array(content));
         anthropic::decode_response(&Value::Object(self.message))
@@ -264,14 +322,24 @@ pub fn chat_events(turn: &Turn) -> Vec<Event> {
 pub struct ChatAccumulator {
     head: Map<String, Value>,
     text: Option<String>,
-    /// Calls by index: (id, name, partial arguments).
+    /// Calls by index: (id, name, partial arguments). Indices come one after another (a
+    /// new one is at most `calls.len()`), so the vector never holds a call not sent.
     calls: Vec<(String, String, String)>,
     finish_reason: Option<Value>,
     usage: Option<Value>,
     reported: usize,
+    budget: Budget,
 }
 
 impl ChatAccumulator {
+    /// An accumulator keeping to `limits` instead of the defaults.
+    pub fn with_limits(limits: StreamLimits) -> Self {
+        ChatAccumulator {
+            budget: Budget::new(limits),
+            ..Self::default()
+        }
+    }
+
     fn call(&self, index: usize) -> Result<ToolCall> {
         let (id, name, arguments) = &self.calls[index];
         Ok(ToolCall {
@@ -292,6 +360,7 @@ impl Accumulator for ChatAccumulator {
         if data == "[DONE]" {
             return Ok(Progress::Done);
         }
+        self.budget.charge(data)?;
         if data.get("error").is_some() {
             return Err(upstream_error(data));
         }
@@ -308,19 +377,25 @@ impl Accumulator for ChatAccumulator {
             self.text.get_or_insert_with(String::new).push_str(text);
         }
         let mut progress = Progress::Pending;
-        for delta in choice["delta"]["tool_calls"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
-        {
-            let index = delta["index"].as_u64().unwrap_or(0) as usize;
-            // A new index means the calls before it are complete.
-            if index >= self.calls.len() {
+        let deltas = choice["delta"]["tool_calls"].as_array();
+        for delta in deltas.into_iter().flatten() {
+            let field = "tool_calls[].index";
+            let index = self.budget.index(delta.get("index"), field)?.unwrap_or(0);
+            // A new index means the calls before it are complete. It must be the next one:
+            // a gap would leave calls that were never sent.
+            if index > self.calls.len() {
+                return Err(ConversionError::IndexOutOfRange {
+                    field: field.into(),
+                    index: index as u64,
+                    max: self.calls.len() as u64,
+                });
+            }
+            if index == self.calls.len() {
                 if self.reported < self.calls.len() {
                     progress = Progress::ToolCallComplete(self.call(self.reported)?);
                     self.reported += 1;
                 }
-                self.calls.resize(index + 1, Default::default());
+                self.calls.push(Default::default());
             }
             let call = &mut self.calls[index];
             if let Some(id) = delta["id"].as_str() {
@@ -468,29 +543,51 @@ pub fn responses_events(turn: &Turn) -> Vec<Event> {
 }
 
 /// Rebuilds a Responses turn from its events.
+///
+/// A function call is taken whole from `response.output_item.done`, so argument deltas are
+/// not kept (they were once, by output index, in a vector an index of 2e9 grew to that size).
 #[derive(Debug, Default)]
 pub struct ResponsesAccumulator {
-    response: Option<Value>,
+    response: Option<Map<String, Value>>,
     /// Output items as they complete (`response.output_item.done`).
     items: Vec<Value>,
-    /// Partial arguments by output index.
-    partial: Vec<String>,
+    budget: Budget,
+}
+
+impl ResponsesAccumulator {
+    /// An accumulator keeping to `limits` instead of the defaults.
+    pub fn with_limits(limits: StreamLimits) -> Self {
+        ResponsesAccumulator {
+            budget: Budget::new(limits),
+            ..Self::default()
+        }
+    }
+}
+
+/// The `response` object an event carries (`None` when absent or `null`).
+fn response_of(data: &Value) -> Result<Option<Map<String, Value>>> {
+    match data.get("response") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Object(response)) => Ok(Some(response.clone())),
+        Some(_) => Err(ConversionError::field("response")),
+    }
 }
 
 impl Accumulator for ResponsesAccumulator {
     fn push(&mut self, event: &str, data: &Value) -> Result<Progress> {
-        let output_index = data["output_index"].as_u64().unwrap_or(0) as usize;
+        self.budget.charge(data)?;
+        // Checked though no longer used for storage: past the limit, the stream is broken.
+        self.budget
+            .index(data.get("output_index"), "output_index")?;
         match event {
-            "response.created" | "response.in_progress" => {
-                self.response = data.get("response").cloned()
-            }
-            "response.function_call_arguments.delta" => {
-                if self.partial.len() <= output_index {
-                    self.partial.resize(output_index + 1, String::new());
-                }
-                self.partial[output_index].push_str(data["delta"].as_str().unwrap_or_default());
-            }
+            "response.created" | "response.in_progress" => self.response = response_of(data)?,
             "response.output_item.done" => {
+                if self.items.len() >= self.budget.limits.max_blocks {
+                    return Err(ConversionError::TooLarge {
+                        what: "output items".into(),
+                        max: self.budget.limits.max_blocks,
+                    });
+                }
                 let item = data.get("item").cloned().unwrap_or_default();
                 self.items.push(item.clone());
                 if item["type"] == "function_call" {
@@ -501,7 +598,7 @@ impl Accumulator for ResponsesAccumulator {
                 }
             }
             "response.completed" | "response.incomplete" | "response.failed" => {
-                self.response = data.get("response").cloned();
+                self.response = response_of(data)?;
                 return Ok(Progress::Done);
             }
             "error" => return Err(upstream_error(&json!({"error": data}))),
@@ -511,11 +608,14 @@ impl Accumulator for ResponsesAccumulator {
     }
 
     fn finish(self) -> Result<Turn> {
-        let mut response = self.response.unwrap_or_else(|| json!({}));
-        let complete = response["output"].as_array().is_some_and(|o| !o.is_empty());
+        let mut response = self.response.unwrap_or_default();
+        let complete = response
+            .get("output")
+            .and_then(Value::as_array)
+            .is_some_and(|o| !o.is_empty());
         if !complete {
-            response["output"] = Value::Array(self.items);
+            response.insert("output".into(), Value::Array(self.items));
         }
-        responses::decode_response(&response)
+        responses::decode_response(&Value::Object(response))
     }
 }

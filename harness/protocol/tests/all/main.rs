@@ -4,3 +4,4 @@
 
 mod conversation;
 mod properties;
+mod stream_bounds;

@@ -15,6 +15,9 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence};
 use serde_json::{Map, Value};
 
+/// The stream accumulators, on arbitrary and mutated event sequences.
+mod stream;
+
 /// 256 cases per property keeps `cargo test` fast; failures are reproduced as unit tests
 /// beside the code they fix, not persisted as files.
 fn config() -> Config {
