@@ -11,7 +11,10 @@ use cordon_computer::browser::BrowserOptions;
 use cordon_protocol::tool::Policy;
 use cordon_server::Connection;
 use cordon_server::guard::parse_allowed_host;
-use cordon_server::http::{DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_COMPUTERS, HttpApi, HttpOptions};
+use cordon_server::http::{
+    DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_COMPUTERS, DEFAULT_MAX_SANDBOXES,
+    DEFAULT_MAX_WORKSPACE_BYTES_TOTAL, HttpApi, HttpOptions,
+};
 use cordon_server::store::{Store, default_db_path};
 
 use std::sync::Arc;
@@ -63,6 +66,14 @@ pub struct ServeArgs {
     /// Live instances at once (running executions + stateful sandboxes).
     #[arg(long, default_value_t = 256, value_name = "N")]
     pub max_instances: u32,
+    /// Sandboxes live at once; creating one more is refused (`503 too_many_sandboxes`)
+    /// until one is deleted or expires.
+    #[arg(long, default_value_t = DEFAULT_MAX_SANDBOXES, value_name = "N")]
+    pub max_sandboxes: usize,
+    /// Bytes the `workspace_bytes` of all live sandboxes may add up to (workspaces live in
+    /// this process's memory); the default is 64 sandboxes at the default 64 MiB (4 GiB).
+    #[arg(long, default_value_t = DEFAULT_MAX_WORKSPACE_BYTES_TOTAL, value_name = "BYTES")]
+    pub max_workspace_bytes_total: u64,
     /// Delete finished executions, ended sandboxes and closed computer sessions (with
     /// their trajectories) this long after they ended: 30s, 45m, 12h, 7d; `forever` keeps
     /// everything.
@@ -252,6 +263,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .browser(browser)
         .trajectories(Some(trajectories))
         .max_computers(args.max_computers)
+        .max_sandboxes(args.max_sandboxes)
+        .max_workspace_bytes_total(args.max_workspace_bytes_total)
         .retain(args.retain.0)
         .gateway(gateway);
     let api = HttpApi::new(sandbox, store, options)

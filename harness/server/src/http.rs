@@ -46,7 +46,9 @@ use crate::store::{EventRow, Store, StoreError};
 pub mod envs;
 mod files;
 mod gateway;
+mod inert;
 mod session;
+pub use crate::hub::budget::{DEFAULT_MAX_SANDBOXES, DEFAULT_MAX_WORKSPACE_BYTES_TOTAL};
 pub use gateway::{GatewaySetup, parse_duration};
 
 /// Largest request body accepted by default (tool results may carry up to the default
@@ -78,6 +80,13 @@ pub struct HttpOptions {
     pub trajectories: Option<PathBuf>,
     /// Computer sessions open at once.
     pub max_computers: usize,
+    /// Sandboxes live at once (`--max-sandboxes`); a create beyond is `503
+    /// too_many_sandboxes`.
+    pub max_sandboxes: usize,
+    /// Sum of the `workspace_bytes` of the live sandboxes (`--max-workspace-bytes-total`):
+    /// workspaces live in this process's memory. A create beyond is `503
+    /// workspace_budget_exhausted`.
+    pub max_workspace_bytes_total: u64,
     /// Finished executions, ended sandboxes and closed computer sessions (with their
     /// trajectories) older than this are deleted; `None` keeps everything.
     pub retain: Option<Duration>,
@@ -101,6 +110,8 @@ impl Default for HttpOptions {
             browser: BrowserOptions::default(),
             trajectories: None,
             max_computers: DEFAULT_MAX_COMPUTERS,
+            max_sandboxes: DEFAULT_MAX_SANDBOXES,
+            max_workspace_bytes_total: DEFAULT_MAX_WORKSPACE_BYTES_TOTAL,
             retain: Some(DEFAULT_RETAIN),
             allowed_hosts: Vec::new(),
             allow_host_tools: false,
@@ -117,6 +128,8 @@ impl HttpOptions {
         browser: BrowserOptions,
         trajectories: Option<PathBuf>,
         max_computers: usize,
+        max_sandboxes: usize,
+        max_workspace_bytes_total: u64,
         retain: Option<Duration>,
         allowed_hosts: Vec<String>,
         allow_host_tools: bool,
@@ -196,7 +209,16 @@ impl HttpApi {
         )?;
         let store = Arc::new(store);
         let (gateway_sandbox, gateway_store) = (sandbox.clone(), store.clone());
-        let hub = Hub::new(sandbox, store.clone(), options.connections.clone());
+        let capacity = crate::hub::budget::Capacity {
+            workspaces: options.max_sandboxes,
+            bytes: options.max_workspace_bytes_total,
+        };
+        let hub = Hub::new(
+            sandbox,
+            store.clone(),
+            options.connections.clone(),
+            capacity,
+        );
         hub.spawn_reaper();
         let trajectories = options
             .trajectories
@@ -300,6 +322,8 @@ impl HttpApi {
             // Outermost: a request naming another host or coming from another site's page
             // is refused before authentication and before its body is read.
             .layer(middleware::from_fn_with_state(guard, guard_requests))
+            // Around everything, refusals included: no response is read as another type.
+            .layer(middleware::map_response(inert::nosniff))
             .with_state(app)
     }
 
@@ -348,11 +372,15 @@ fn spawn_retention(computers: &Arc<ComputerHub>, retain: Duration) {
                        browser sessions with any vendor's computer-use actions."
     ),
     paths(
-        create_sandbox, get_sandbox, delete_sandbox, create_execution, get_execution,
+        openapi, health, create_sandbox, get_sandbox, delete_sandbox, create_execution, get_execution,
         delete_execution, execution_events, post_tool_results, cancel_execution, decide_approval,
         create_computer, get_computer, delete_computer, computer_actions, computer_trajectory,
         computer_screenshot, files::put_file, files::get_file, files::list_files,
-        files::delete_file
+        files::delete_file, gateway::messages, gateway::chat_completions, gateway::responses,
+        gateway::list_conversations, gateway::conversation, session::create,
+        session::continue_session, session::history, session::remove, envs::create_env,
+        envs::list_tasks, envs::get_env, envs::reset_env, envs::step_env, envs::evaluate_env,
+        envs::finish_env, envs::delete_env
     ),
     components(schemas(
         ErrorBody, ExecutionEvent, LoggedEvent, ComputerStep, ComputerApproval, ScreenshotBody,
@@ -375,10 +403,21 @@ impl utoipa::Modify for BearerAuth {
     }
 }
 
+/// This document.
+#[utoipa::path(
+    get, path = "/openapi.json",
+    responses((status = 200, description = "The OpenAPI 3.1 document of every route", body = Object))
+)]
 async fn openapi() -> Json<utoipa::openapi::OpenApi> {
     Json(ApiDoc::openapi())
 }
 
+/// Whether the server is up, and its version.
+#[utoipa::path(
+    get, path = "/v1/health",
+    responses((status = 200, description = "`{status: \"ok\", version}`", body = Object)),
+    security(("bearer" = []))
+)]
 async fn health() -> Json<serde_json::Value> {
     Json(serde_json::json!({"status": "ok", "version": env!("CARGO_PKG_VERSION")}))
 }
@@ -550,6 +589,39 @@ pub(crate) fn rfc3339(unix_ms: u64) -> String {
     )
 }
 
+/// Reads back what [`rfc3339`] writes (`YYYY-MM-DDTHH:MM:SS[.mmm]Z`), as Unix milliseconds.
+pub(crate) fn parse_rfc3339(text: &str) -> Option<u64> {
+    let (date, time) = text.strip_suffix('Z')?.split_once('T')?;
+    let mut date = date.splitn(3, '-').map(|part| part.parse::<i64>().ok());
+    let (year, month, day) = (date.next()??, date.next()??, date.next()??);
+    let (clock, millis) = match time.split_once('.') {
+        Some((clock, fraction)) if fraction.len() == 3 => (clock, fraction.parse::<i64>().ok()?),
+        Some(_) => return None,
+        None => (time, 0),
+    };
+    let mut clock = clock.splitn(3, ':').map(|part| part.parse::<i64>().ok());
+    let (hour, minute, second) = (clock.next()??, clock.next()??, clock.next()??);
+    if !(1..=12).contains(&month)
+        || !(1..=31).contains(&day)
+        || hour > 23
+        || minute > 59
+        || second > 59
+        || year < 1970
+    {
+        return None;
+    }
+    // Days since 1970-01-01 from the civil date (the inverse of the algorithm above).
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let ms = ((days * 86_400 + hour * 3600 + minute * 60 + second) * 1000).checked_add(millis)?;
+    u64::try_from(ms).ok()
+}
+
 /// Creates a sandbox.
 #[utoipa::path(
     post, path = "/v1/sandboxes", request_body = CreateSandbox,
@@ -558,6 +630,7 @@ pub(crate) fn rfc3339(unix_ms: u64) -> String {
         (status = 400, description = "Not JSON", body = ErrorBody),
         (status = 415, description = "Not `application/json`", body = ErrorBody),
         (status = 422, description = "Bad fields or tool declarations", body = ErrorBody),
+        (status = 503, description = "The server's cap on live sandboxes (`too_many_sandboxes`) or on their total `workspace_bytes` (`workspace_budget_exhausted`) is reached", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -1259,7 +1332,14 @@ async fn computer_screenshot(
         )
     })?;
     let (media_type, bytes) = app.computers.screenshot(&id, step).await?;
-    Ok(([(header::CONTENT_TYPE, media_type)], bytes).into_response())
+    // A picture of a web page's content: an inert download like any served bytes.
+    let extension = if media_type == "image/jpeg" {
+        "jpg"
+    } else {
+        "png"
+    };
+    let name = format!("{id}-step-{step}.{extension}");
+    Ok(inert::download_as(&name, media_type, bytes))
 }
 
 #[cfg(test)]
@@ -1271,6 +1351,52 @@ mod tests {
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
         assert_eq!(rfc3339(1_795_318_841_123), "2026-11-22T03:40:41.123Z");
         assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00.000Z");
+    }
+
+    #[test]
+    fn rfc3339_reads_back_what_it_writes() {
+        for ms in [0, 1_795_318_841_123, 951_782_400_000, 4_102_444_799_999] {
+            assert_eq!(parse_rfc3339(&rfc3339(ms)), Some(ms));
+        }
+        assert_eq!(parse_rfc3339("2026-11-22T03:40:41Z"), Some(1_795_318_841_000));
+        for bad in ["", "2026-11-22", "2026-13-01T00:00:00Z", "2026-11-22T03:40:41.1Z", "x"] {
+            assert_eq!(parse_rfc3339(bad), None, "{bad}");
+        }
+    }
+
+    /// Every path a router in this module or its children declares is in the OpenAPI
+    /// document: the routes are read from the sources, so a new route cannot be forgotten.
+    #[test]
+    fn openapi_documents_every_routed_path() {
+        let doc = serde_json::to_value(ApiDoc::openapi()).unwrap_or_default();
+        let sources = [
+            include_str!("http.rs"),
+            include_str!("http/gateway.rs"),
+            include_str!("http/session.rs"),
+            include_str!("http/files.rs"),
+            include_str!("http/envs.rs"),
+        ];
+        let mut routed = Vec::new();
+        for source in sources {
+            for piece in source.split(".route(").skip(1) {
+                let Some(path) = piece.trim_start().strip_prefix('"') else {
+                    continue;
+                };
+                let Some((path, _)) = path.split_once('"') else {
+                    continue;
+                };
+                if path.starts_with('/') {
+                    routed.push(path.replace("{*", "{"));
+                }
+            }
+        }
+        assert!(routed.len() >= 25, "read too few routes: {routed:?}");
+        for path in &routed {
+            assert!(
+                doc["paths"].get(path).is_some(),
+                "{path} is routed but missing from /openapi.json"
+            );
+        }
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! executions with their controls, and the task ("pump") per execution that writes each
 //! event to the store before anyone can read it.
 
+pub(crate) mod budget;
+
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -19,6 +21,7 @@ use tokio::sync::watch;
 use crate::connect::Connection;
 use crate::error::ApiError;
 use crate::store::{SandboxRow, Store, now_ms};
+use budget::{Budget, BudgetError, Capacity, Reservation};
 
 /// Idle time after which a sandbox expires, unless its creator says otherwise.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(3600);
@@ -44,6 +47,9 @@ pub(crate) struct LiveSandbox {
     expires_ms: AtomicU64,
     /// Executions started here that have not ended; a busy sandbox never expires.
     running: AtomicUsize,
+    /// Its place and `workspace_bytes` in the server's budget, given back when the last
+    /// holder drops it (deleted or expired, and its executions stopped).
+    _reservation: Reservation,
 }
 
 /// A running execution.
@@ -70,6 +76,9 @@ pub(crate) struct Hub {
     live: Mutex<Live>,
     /// Connected MCP servers; their tools join every sandbox's declared ones.
     connections: Vec<Connection>,
+    /// Caps live sandboxes and the sum of their `workspace_bytes` (`--max-sandboxes`,
+    /// `--max-workspace-bytes-total`).
+    budget: Arc<Budget>,
 }
 
 /// `prefix_` + 16 hex digits; unguessable (std's randomly keyed SipHash over a counter).
@@ -104,12 +113,14 @@ impl Hub {
         sandbox: Sandbox,
         store: Arc<Store>,
         connections: Vec<Connection>,
+        capacity: Capacity,
     ) -> Arc<Hub> {
         Arc::new(Hub {
             sandbox,
             store,
             live: Mutex::new(Live::default()),
             connections,
+            budget: Budget::new(capacity),
         })
     }
 
@@ -159,10 +170,11 @@ impl Hub {
         if limits.workspace_bytes > MAX_WORKSPACE_BYTES
             || limits.workspace_files > MAX_WORKSPACE_FILES
         {
+            let max_bytes = self.max_workspace_bytes();
             return Err(ApiError::invalid_request(
                 "invalid_request",
                 format!(
-                    "limits.workspace_bytes may be at most {MAX_WORKSPACE_BYTES} and \
+                    "limits.workspace_bytes may be at most {max_bytes} and \
                      limits.workspace_files at most {MAX_WORKSPACE_FILES} (workspaces are held \
                      in the server's memory)"
                 ),
@@ -175,6 +187,12 @@ impl Hub {
         for connection in &self.connections {
             connection.attach(&mut registry).map_err(invalid)?;
         }
+        // Reserved once the request is known to be valid, before the sandbox is built; given
+        // back on every way out below (drop).
+        let reservation = self
+            .budget
+            .reserve(limits.workspace_bytes)
+            .map_err(refused)?;
         let dispatcher = Dispatcher::new(Arc::new(registry));
         let id = fresh_id("sbx");
         let now = now_ms();
@@ -213,9 +231,15 @@ impl Hub {
             ttl_ms,
             expires_ms: AtomicU64::new(expires_ms),
             running: AtomicUsize::new(0),
+            _reservation: reservation,
         });
         self.live().sandboxes.insert(id.clone(), sandbox);
         Ok((id, expires_ms))
+    }
+
+    /// Largest `workspace_bytes` one sandbox may ask for on this server.
+    fn max_workspace_bytes(&self) -> u64 {
+        MAX_WORKSPACE_BYTES.min(self.budget.capacity().bytes)
     }
 
     /// The live sandbox, or the error that says why there is none.
@@ -452,5 +476,44 @@ impl Hub {
         self.store.decide_approval(approval_id, status)?;
         self.live().approvals.remove(approval_id);
         Ok(execution_id)
+    }
+}
+
+/// The answer to a create the budget refuses: 422 for a quota no server state could fit,
+/// 503 while the live sandboxes hold the room, each saying how to make room.
+fn refused(error: BudgetError) -> ApiError {
+    use axum::http::StatusCode;
+    let make_room = "delete a sandbox you no longer need (DELETE /v1/sandboxes/{id}) or wait \
+                     for an idle one to expire";
+    match error {
+        BudgetError::NeverFits { asked, total } => ApiError::invalid_request(
+            "invalid_request",
+            format!(
+                "limits.workspace_bytes is {asked}, more than this server allows all live \
+                 sandboxes together ({total} bytes, --max-workspace-bytes-total); ask for less"
+            ),
+        ),
+        BudgetError::TooMany { max } => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too_many_sandboxes",
+            format!(
+                "this server holds at most {max} live sandboxes (--max-sandboxes); {make_room}, \
+                 or restart the server with a larger --max-sandboxes"
+            ),
+        ),
+        BudgetError::Exhausted {
+            asked,
+            reserved,
+            total,
+        } => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "workspace_budget_exhausted",
+            format!(
+                "this sandbox asks for {asked} workspace bytes, but the live sandboxes already \
+                 reserve {reserved} of the {total} this server allows in all \
+                 (--max-workspace-bytes-total); ask for a smaller limits.workspace_bytes, \
+                 {make_room}, or restart the server with a larger --max-workspace-bytes-total"
+            ),
+        ),
     }
 }

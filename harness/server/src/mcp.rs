@@ -46,6 +46,7 @@ use serde_json::{Value, json};
 
 use crate::computer::ComputerPool;
 use crate::guard::{HostGuard, guard_requests};
+use crate::hub::budget::{Budget, BudgetError, Capacity, Reservation};
 use computer::{ComputerTable, ComputerTools};
 
 /// Sessions kept at once; the oldest is dropped beyond this (each holds an instance).
@@ -78,6 +79,17 @@ pub enum McpSetupError {
     ComputerRules(String),
 }
 
+/// The first tool of `registry` that only an API caller can answer: a `client` handler
+/// other than `user_ask`, which a person answers (through elicitation here, on the terminal
+/// under `cordon run`). A front end with no such caller refuses it at start; otherwise its
+/// calls would wait, unanswered, until the client-tool timeout.
+pub fn unanswerable_client_tool(registry: &ToolRegistry) -> Option<&str> {
+    registry
+        .iter()
+        .find(|tool| tool.declaration.handler.locus() == Locus::Client && tool.name() != "user_ask")
+        .map(|tool| tool.name())
+}
+
 /// The MCP server. Cheap to clone: each Streamable HTTP session gets a clone, and all
 /// share the sandbox and the REPL sessions.
 #[derive(Clone)]
@@ -102,6 +114,9 @@ struct Inner {
     trajectories: Option<PathBuf>,
     /// Host names Streamable HTTP serves besides loopback and the bound address.
     allowed_hosts: Vec<String>,
+    /// REPL sessions live across all connections: each connection has its own table, so
+    /// without this many connections would hold unbounded workspaces between them.
+    budget: Arc<Budget>,
 }
 
 /// Options of the MCP server beyond the sandbox.
@@ -120,6 +135,11 @@ pub struct McpOptions {
     /// Host names Streamable HTTP serves besides loopback and the bound address
     /// (`--allow-host`), as [`crate::guard::parse_allowed_host`] returns them.
     pub allowed_hosts: Vec<String>,
+    /// REPL sessions (`session_id`) live at once across all connections; a new one beyond
+    /// is refused with an error result. Each connection also keeps at most
+    /// [`MAX_SESSIONS`], dropping its oldest. Every session declares the same
+    /// `workspace_bytes`, so this also bounds their workspace memory.
+    pub max_sessions_total: usize,
 }
 
 impl Default for McpOptions {
@@ -129,6 +149,7 @@ impl Default for McpOptions {
             computer_rules: None,
             trajectories: None,
             allowed_hosts: Vec::new(),
+            max_sessions_total: crate::hub::budget::DEFAULT_MAX_SANDBOXES,
         }
     }
 }
@@ -139,12 +160,14 @@ impl McpOptions {
         computer_rules: Option<Value>,
         trajectories: Option<PathBuf>,
         allowed_hosts: Vec<String>,
+        max_sessions_total: usize,
     }
 }
 
 #[derive(Default)]
 struct SessionTable {
-    by_id: HashMap<String, (Language, Session)>,
+    /// Each session with its place in the server-wide budget, given back when it goes.
+    by_id: HashMap<String, (Language, Session, Reservation)>,
     order: Vec<String>,
 }
 
@@ -174,12 +197,9 @@ impl McpServer {
         limits: Limits,
         options: McpOptions,
     ) -> Result<Self, McpSetupError> {
-        if let Some(tool) = registry.iter().find(|tool| {
-            // `user_ask` is answered by the client's user (elicitation); no other
-            // client tool has anyone to answer it.
-            tool.declaration.handler.locus() == Locus::Client && tool.name() != "user_ask"
-        }) {
-            return Err(McpSetupError::ClientTool(tool.name().to_owned()));
+        if let Some(tool) = unanswerable_client_tool(&registry) {
+            // `user_ask` is answered by the client's user (elicitation).
+            return Err(McpSetupError::ClientTool(tool.to_owned()));
         }
         if let Some(rules) = &options.computer_rules {
             let body = json!({"url": "about:blank", "rules": rules});
@@ -208,6 +228,11 @@ impl McpServer {
                 computer_rules: options.computer_rules,
                 trajectories: options.trajectories,
                 allowed_hosts: options.allowed_hosts,
+                // All sessions declare the operator's one quota: the count bounds the bytes.
+                budget: Budget::new(Capacity {
+                    workspaces: options.max_sessions_total,
+                    bytes: u64::MAX,
+                }),
             }),
             sessions: Arc::default(),
             computers,
@@ -291,7 +316,7 @@ impl McpServer {
 
     fn session(&self, id: &str, language: Language) -> Result<Session, String> {
         let mut table = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((existing, session)) = table.by_id.get(id) {
+        if let Some((existing, session, _)) = table.by_id.get(id) {
             if *existing != language {
                 return Err(format!(
                     "session {id:?} runs {}, not {}; use another session_id",
@@ -305,13 +330,25 @@ impl McpServer {
             let oldest = table.order.remove(0);
             table.by_id.remove(&oldest);
         }
+        let reservation = self
+            .inner
+            .budget
+            .reserve(self.inner.limits.workspace_bytes)
+            .map_err(|error| match error {
+                BudgetError::TooMany { max } => format!(
+                    "this server keeps at most {max} REPL sessions across all its connections, \
+                     and they are all in use; reuse a session_id you already have, or run \
+                     without session_id (a fresh workspace each call)"
+                ),
+                other => format!("cannot start session {id:?}: {other}"),
+            })?;
         let spec = SessionSpec::new(language, self.inner.dispatcher.clone())
             .limits(self.inner.limits)
             .workspace(self.new_workspace());
         let session = self.inner.sandbox.session(spec);
         table
             .by_id
-            .insert(id.to_owned(), (language, session.clone()));
+            .insert(id.to_owned(), (language, session.clone(), reservation));
         table.order.push(id.to_owned());
         Ok(session)
     }
@@ -862,6 +899,42 @@ mod tests {
         assert!(text(&result).contains("cut to fit max_output_bytes"));
         result.truncated = false;
         assert!(!text(&result).contains("[note] output was cut"));
+    }
+
+    /// Each connection has its own session table: many connections together still cannot
+    /// keep more sessions (and workspaces) than the server-wide cap, and a connection that
+    /// goes gives its sessions' places back.
+    #[tokio::test]
+    async fn repl_sessions_are_capped_across_connections() -> Result<(), Box<dyn std::error::Error>>
+    {
+        let sandbox =
+            Sandbox::new(cordon_sandbox::SandboxConfig::default().preload(Vec::new())).await?;
+        let options = McpOptions::default().browser(None).max_sessions_total(2);
+        let server = McpServer::with_options(
+            sandbox,
+            ToolRegistry::new(Vec::new())?,
+            Limits::default(),
+            options,
+        )?;
+        let (first, second, third) = (
+            server.with_own_sessions(),
+            server.with_own_sessions(),
+            server.with_own_sessions(),
+        );
+        assert!(first.session("a", Language::Javascript).is_ok());
+        assert!(second.session("b", Language::Javascript).is_ok());
+        let refused = third
+            .session("c", Language::Javascript)
+            .err()
+            .unwrap_or_default();
+        assert!(refused.contains("at most 2 REPL sessions"), "{refused}");
+        assert!(
+            first.session("a", Language::Javascript).is_ok(),
+            "its own session is kept"
+        );
+        drop(second);
+        assert!(third.session("c", Language::Javascript).is_ok());
+        Ok(())
     }
 
     #[test]

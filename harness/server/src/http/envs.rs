@@ -37,6 +37,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::ApiJson;
+use crate::api::ErrorBody;
 use crate::error::ApiError;
 use crate::hub::fresh_id;
 
@@ -237,7 +238,7 @@ async fn describe(id: &str, env: &WebEnv) -> Value {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct CreateEnv {
+pub(super) struct CreateEnv {
     /// A built-in task's id (`form`, or `builtin/form`), or a task object (web, with `url`).
     task: Value,
     #[serde(default)]
@@ -279,7 +280,18 @@ fn find_task(spec: &Value) -> Result<Task, ApiError> {
     }
 }
 
-async fn create_env(
+/// A new environment on a task, reset to its first observation.
+#[utoipa::path(
+    post, path = "/v1/envs", tag = "envs",
+    request_body(content = Object, description = "`{task, seed?, dpr?, image_format?}`: `task` is a built-in task's id (see `/v1/envs/tasks`) or a task object"),
+    responses(
+        (status = 201, description = "`{id, task, seed, steps, reward, done, observation}`", body = Object),
+        (status = 422, description = "Unknown task, or a bad `dpr` / `image_format`", body = ErrorBody),
+        (status = 503, description = "No browser here, or too many environments open", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(super) async fn create_env(
     State(envs): State<Envs>,
     ApiJson(body): ApiJson<CreateEnv>,
 ) -> Result<Response, ApiError> {
@@ -342,7 +354,13 @@ async fn create_env(
         .into_response())
 }
 
-async fn list_tasks() -> Json<Value> {
+/// The built-in tasks.
+#[utoipa::path(
+    get, path = "/v1/envs/tasks", tag = "envs",
+    responses((status = 200, description = "`{tasks: [{id, prompt, seeds, max_steps}]}`", body = Object)),
+    security(("bearer" = []))
+)]
+pub(super) async fn list_tasks() -> Json<Value> {
     let tasks: Vec<Value> = Suite::builtin()
         .entries
         .into_iter()
@@ -354,7 +372,17 @@ async fn list_tasks() -> Json<Value> {
     Json(json!({ "tasks": tasks }))
 }
 
-async fn get_env(
+/// An environment's task, seed, steps, reward and whether it is done.
+#[utoipa::path(
+    get, path = "/v1/envs/{id}", tag = "envs",
+    params(("id" = String, Path, description = "Environment id")),
+    responses(
+        (status = 200, description = "`{id, task, seed, steps, reward, done}`", body = Object),
+        (status = 404, description = "Unknown environment", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(super) async fn get_env(
     State(envs): State<Envs>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
@@ -370,7 +398,18 @@ struct ResetBody {
     seed: Option<u64>,
 }
 
-async fn reset_env(
+/// A new episode of the same task.
+#[utoipa::path(
+    post, path = "/v1/envs/{id}/reset", tag = "envs",
+    params(("id" = String, Path, description = "Environment id")),
+    request_body(content = Object, description = "`{seed?}` (an empty body keeps the seed)"),
+    responses(
+        (status = 200, description = "The environment, with its first `observation`", body = Object),
+        (status = 404, description = "Unknown environment", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(super) async fn reset_env(
     State(envs): State<Envs>,
     Path(id): Path<String>,
     body: axum::body::Bytes,
@@ -399,7 +438,19 @@ async fn reset_env(
     Ok(Json(out))
 }
 
-async fn step_env(
+/// Runs actions in the environment.
+#[utoipa::path(
+    post, path = "/v1/envs/{id}/step", tag = "envs",
+    params(("id" = String, Path, description = "Environment id")),
+    request_body(content = Object, description = "`{format, actions}`: actions in any vendor's computer-use shape"),
+    responses(
+        (status = 200, description = "`{observation, reward, done, truncated, info}`", body = Object),
+        (status = 404, description = "Unknown environment", body = ErrorBody),
+        (status = 409, description = "The episode is over", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(super) async fn step_env(
     State(envs): State<Envs>,
     Path(id): Path<String>,
     ApiJson(action): ApiJson<EnvAction>,
@@ -416,7 +467,17 @@ async fn step_env(
     Ok(Json(out))
 }
 
-async fn evaluate_env(
+/// The reward read from the page now.
+#[utoipa::path(
+    post, path = "/v1/envs/{id}/evaluate", tag = "envs",
+    params(("id" = String, Path, description = "Environment id")),
+    responses(
+        (status = 200, description = "`{reward, done, steps}`", body = Object),
+        (status = 404, description = "Unknown environment", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(super) async fn evaluate_env(
     State(envs): State<Envs>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
@@ -431,7 +492,17 @@ async fn evaluate_env(
     Ok(Json(out))
 }
 
-async fn finish_env(
+/// Ends the episode (an external agent is done).
+#[utoipa::path(
+    post, path = "/v1/envs/{id}/finish", tag = "envs",
+    params(("id" = String, Path, description = "Environment id")),
+    responses(
+        (status = 200, description = "`{done, steps}`", body = Object),
+        (status = 404, description = "Unknown environment", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(super) async fn finish_env(
     State(envs): State<Envs>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
@@ -442,7 +513,17 @@ async fn finish_env(
     Ok(Json(json!({"done": done, "steps": steps})))
 }
 
-async fn delete_env(
+/// Closes the environment and its browser session.
+#[utoipa::path(
+    delete, path = "/v1/envs/{id}", tag = "envs",
+    params(("id" = String, Path, description = "Environment id")),
+    responses(
+        (status = 204, description = "Closed"),
+        (status = 404, description = "Unknown environment", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(super) async fn delete_env(
     State(envs): State<Envs>,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {

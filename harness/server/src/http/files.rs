@@ -5,8 +5,8 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
+use axum::response::Response;
 use axum::routing::get;
 use cordon_sandbox::{Workspace, WorkspaceError};
 
@@ -37,27 +37,6 @@ fn workspace_error(error: WorkspaceError) -> ApiError {
             ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "workspace_quota", message)
         }
         _ => ApiError::bad_request("invalid_path", message),
-    }
-}
-
-/// The content type of a file, from its extension.
-pub(crate) fn content_type(path: &str) -> &'static str {
-    let extension = path
-        .rsplit_once('.')
-        .map(|(_, extension)| extension.to_ascii_lowercase())
-        .unwrap_or_default();
-    match extension.as_str() {
-        "csv" => "text/csv; charset=utf-8",
-        "json" => "application/json",
-        "txt" | "md" | "log" | "py" | "js" => "text/plain; charset=utf-8",
-        "html" | "htm" => "text/html; charset=utf-8",
-        "svg" => "image/svg+xml",
-        "png" => "image/png",
-        "jpg" | "jpeg" => "image/jpeg",
-        "gif" => "image/gif",
-        "webp" => "image/webp",
-        "pdf" => "application/pdf",
-        _ => "application/octet-stream",
     }
 }
 
@@ -104,7 +83,8 @@ fn file_info(entry: cordon_sandbox::FileEntry) -> FileInfo {
     }
 }
 
-/// A file's bytes, with a content type taken from its extension.
+/// A file's bytes, as a download (`Content-Disposition: attachment`) with a passive
+/// content type taken from its extension (HTML, SVG, XML, scripts: `text/plain`).
 #[utoipa::path(
     get, path = "/v1/sandboxes/{id}/files/{path}",
     params(
@@ -112,7 +92,7 @@ fn file_info(entry: cordon_sandbox::FileEntry) -> FileInfo {
         ("path" = String, Path, description = "Relative path in the workspace"),
     ),
     responses(
-        (status = 200, description = "The file", content_type = "application/octet-stream"),
+        (status = 200, description = "The file, as an inert download: `Content-Disposition: attachment`, `nosniff`, `Content-Security-Policy: sandbox`", content_type = "application/octet-stream"),
         (status = 400, description = "The path is absolute or has `..`", body = ErrorBody),
         (status = 404, description = "Unknown sandbox or no such file", body = ErrorBody),
         (status = 410, description = "The sandbox expired", body = ErrorBody),
@@ -124,12 +104,8 @@ pub(super) async fn get_file(
     Path((id, path)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
     let bytes = workspace(&app, &id)?.read(&path).map_err(workspace_error)?;
-    let mut response = bytes.into_response();
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static(content_type(&path)),
-    );
-    Ok(response)
+    // The bytes are the sandbox's: a download no browser renders or runs (see `inert`).
+    Ok(super::inert::download(&path, bytes))
 }
 
 /// Every file in the workspace (directories are implied by the paths).

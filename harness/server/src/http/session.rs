@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 
 use super::AppState;
 use super::gateway::Mount;
+use crate::api::ErrorBody;
 use crate::error::ApiError;
 
 /// Sessions idle longer than this expire unless told otherwise.
@@ -153,7 +154,18 @@ fn save(mount: &Mount, state: &SessionState) {
     }
 }
 
-async fn create(
+/// Starts a session (the session protocol) and streams its first turn as SSE.
+#[utoipa::path(
+    put, path = "/session", tag = "session",
+    request_body(content = Object, description = "The session's settings and first input (docs/gateway.md)"),
+    responses(
+        (status = 200, description = "SSE: `session`, then the turn's events up to `turn_stop`; the `x-session-id` header names it"),
+        (status = 400, description = "The body is malformed", body = ErrorBody),
+        (status = 404, description = "The server has no upstream model", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(super) async fn create(
     State(app): State<AppState>,
     headers: HeaderMap,
     body: axum::body::Bytes,
@@ -167,7 +179,20 @@ async fn create(
     Ok(turn(mount, state, input, credential(&headers)))
 }
 
-async fn continue_session(
+/// Continues a session with the client's input (messages, tool results, permissions).
+#[utoipa::path(
+    post, path = "/session/{id}", tag = "session",
+    params(("id" = String, Path, description = "Session id")),
+    request_body(content = Object, description = "The next input (docs/gateway.md)"),
+    responses(
+        (status = 200, description = "SSE: the turn's events up to `turn_stop`"),
+        (status = 400, description = "The input does not fit the session's state", body = ErrorBody),
+        (status = 404, description = "Unknown session", body = ErrorBody),
+        (status = 409, description = "The session is running a turn", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(super) async fn continue_session(
     State(app): State<AppState>,
     Path(id): Path<String>,
     headers: HeaderMap,
@@ -232,7 +257,17 @@ fn turn(
     response
 }
 
-async fn history(
+/// A session's state and history.
+#[utoipa::path(
+    get, path = "/session/{id}", tag = "session",
+    params(("id" = String, Path, description = "Session id")),
+    responses(
+        (status = 200, description = "The session's state, with `running`", body = Object),
+        (status = 404, description = "Unknown session", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(super) async fn history(
     State(app): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
@@ -250,7 +285,17 @@ async fn history(
     Ok(axum::Json(body).into_response())
 }
 
-async fn remove(State(app): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
+/// Deletes a session.
+#[utoipa::path(
+    delete, path = "/session/{id}", tag = "session",
+    params(("id" = String, Path, description = "Session id")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 404, description = "Unknown session", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(super) async fn remove(State(app): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
     let mount = mount(&app)?;
     if mount.store.delete_session(&id)? {
         Ok(StatusCode::NO_CONTENT.into_response())
