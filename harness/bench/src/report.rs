@@ -65,6 +65,8 @@ th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: left; vertical-al
 .mark span { position: absolute; left: 24px; top: 2px; font: bold 12px/1 sans-serif; color: #ff00ff; white-space: nowrap; }
 .meta { flex: 1; min-width: 0; }
 pre { white-space: pre-wrap; word-break: break-all; background: #f4f4f4; padding: 6px; margin: 4px 0; }
+.meta code, .meta td { overflow-wrap: anywhere; }
+table.timings { font-size: 12px; } table.timings td { text-align: right; }
 .gate-ask { color: #a60; } .gate-deny { color: #a00; } .gate-allow { color: #060; }
 "#;
 
@@ -138,6 +140,60 @@ pub fn render(run: &RunResults, out: &Path) -> String {
     }
     h.push_str("</body></html>\n");
     h
+}
+
+/// A step's engine timings as a small table: one column per phase, one row per engine run
+/// (a step that asked has more than one: the ask, then the approved run). Anything else is
+/// shown as wrapped text, never as one line wider than its card.
+fn timings(h: &mut String, timings: &Value) {
+    let rows: Vec<&serde_json::Map<String, Value>> = match timings {
+        Value::Null => return,
+        Value::Object(row) => vec![row],
+        Value::Array(rows) => rows.iter().filter_map(Value::as_object).collect(),
+        _ => Vec::new(),
+    };
+    let Some(first) = rows.first() else {
+        let _ = write!(
+            h,
+            "<div>timings (ms): <code>{}</code></div>",
+            esc(&timings.to_string())
+        );
+        return;
+    };
+    // The engine's phases in the order they run, then anything else it reports.
+    let mut phases: Vec<&str> = ["gate", "act", "settle", "capture", "total"]
+        .into_iter()
+        .filter(|phase| first.contains_key(*phase))
+        .collect();
+    for phase in first.keys() {
+        if !phases.contains(&phase.as_str()) {
+            phases.push(phase);
+        }
+    }
+    h.push_str("<div>timings (ms):</div><table class=timings><tr>");
+    if rows.len() > 1 {
+        h.push_str("<th>run</th>");
+    }
+    for phase in &phases {
+        let _ = write!(h, "<th>{}</th>", esc(phase));
+    }
+    h.push_str("</tr>");
+    for (n, row) in rows.iter().enumerate() {
+        h.push_str("<tr>");
+        if rows.len() > 1 {
+            let _ = write!(h, "<th>{}</th>", n + 1);
+        }
+        for phase in &phases {
+            let value = match row.get(*phase) {
+                Some(Value::Number(ms)) => ms.to_string(),
+                Some(other) => other.to_string(),
+                None => String::new(),
+            };
+            let _ = write!(h, "<td>{}</td>", esc(&value));
+        }
+        h.push_str("</tr>");
+    }
+    h.push_str("</table>");
 }
 
 fn episode(h: &mut String, e: &EpisodeResult, dir: &Path) {
@@ -262,16 +318,8 @@ fn episode(h: &mut String, e: &EpisodeResult, dir: &Path) {
             }
             h.push_str("</ul>");
         }
-        let timings = match &info.timings_ms {
-            Value::Null => String::new(),
-            t => t.to_string(),
-        };
-        let _ = write!(
-            h,
-            "<div>timings (ms): <code>{}</code></div><div>url: <code>{}</code></div>",
-            esc(&timings),
-            esc(&info.url)
-        );
+        timings(h, &info.timings_ms);
+        let _ = write!(h, "<div>url: <code>{}</code></div>", esc(&info.url));
         h.push_str("</div></div>");
     }
     for (i, c) in e.code.iter().enumerate() {
@@ -299,4 +347,58 @@ fn episode(h: &mut String, e: &EpisodeResult, dir: &Path) {
         );
     }
     h.push_str("</section>");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A run of one episode whose one step asked and was approved: two engine runs.
+    fn run(timings_ms: Value) -> RunResults {
+        let percentiles = json!({"p50": 1.0, "p90": 1.0, "p99": 1.0, "max": 1.0});
+        serde_json::from_value(json!({
+            "suite": "s", "policy": "script", "jobs": 1,
+            "summary": {"episodes": 1, "succeeded": 1, "errors": 0, "success_rate": 1.0,
+                "mean_reward": 1.0, "mean_steps": 1.0, "step_ms": percentiles,
+                "reward_ms": percentiles, "episode_ms": percentiles, "run_seconds": 1.0,
+                "episodes_per_minute": 60.0},
+            "episodes": [{"id": "t-s0", "task": "t", "seed": 0, "kind": "web", "prompt": "p",
+                "reward": 1.0, "success": true, "steps": 1, "duration_ms": 1.0, "reset_ms": 1.0,
+                "trace": [{"step": 1, "status": "ok", "action": {"actions": []}, "marks": [],
+                    "gates": [], "screen_ops": [], "timings_ms": timings_ms, "wall_ms": 1.0,
+                    "reward_ms": 0.0, "settle": "quiet", "url": "about:blank",
+                    "truncated": false, "reward": 1.0}]}],
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn step_timings_are_a_table_not_a_line_of_json() {
+        let asked = json!({"gate": 2.1, "act": 0.0, "settle": 0.0, "capture": 0.0, "total": 2.5});
+        let resumed =
+            json!({"gate": 0.4, "act": 3.0, "settle": 4.6, "capture": 43.2, "total": 51.2});
+        let html = render(&run(json!([asked, resumed])), Path::new("/nonexistent"));
+        assert!(!html.contains("&quot;gate&quot;"), "raw JSON in the report");
+        let table = html
+            .split("<table class=timings>")
+            .nth(1)
+            .and_then(|rest| rest.split("</table>").next())
+            .expect("a timings table");
+        assert!(
+            table.starts_with(
+                "<tr><th>run</th><th>gate</th><th>act</th><th>settle</th><th>capture</th>\
+                 <th>total</th></tr>"
+            ),
+            "{table}"
+        );
+        assert!(
+            table.contains("<tr><th>2</th><td>0.4</td><td>3.0</td><td>4.6</td>"),
+            "{table}"
+        );
+        // One run: no run column. Long values anywhere in a card wrap instead of overflowing.
+        let html = render(&run(resumed), Path::new("/nonexistent"));
+        assert!(html.contains("<table class=timings><tr><th>gate</th>"));
+        assert!(html.contains(".meta code, .meta td { overflow-wrap: anywhere; }"));
+    }
 }

@@ -6,9 +6,9 @@
 //! the guest or a connected server chose to write is shown with its control characters
 //! escaped.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::io::{BufRead, Write};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use cordon_core::broker::{ApprovalRequest, ApproveListed, Approver};
 use cordon_protocol::execution::Decision;
@@ -74,7 +74,15 @@ impl Approver for TerminalApprover {
     }
 }
 
-fn ask(question: &str) -> Decision {
+/// Whether a person can be asked: the caller says the run is interactive (its stderr is a
+/// terminal) and there is a controlling terminal to ask on.
+pub fn can_ask(interactive: bool) -> bool {
+    interactive && std::fs::File::open("/dev/tty").is_ok()
+}
+
+/// Asks `question` on `/dev/tty` and reads a y/N answer (blocking); anything but yes, or
+/// no terminal, is a refusal.
+pub fn ask(question: &str) -> Decision {
     let Ok(tty) = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -103,12 +111,80 @@ fn ask(question: &str) -> Decision {
     }
 }
 
+/// Approves the tools named with `--approve` and refuses the rest without asking anyone,
+/// remembering which it refused so the run can say how to let them through (as `cordon
+/// mcp` notes calls refused because its client cannot ask).
+#[derive(Debug)]
+struct Unattended {
+    listed: ApproveListed,
+    refused: Arc<Mutex<BTreeSet<String>>>,
+}
+
+impl Approver for Unattended {
+    fn decide<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Decision> {
+        let decision = if self.listed.approves(&request.tool) {
+            Decision::Approve
+        } else {
+            self.refused
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(request.tool.clone());
+            Decision::Deny
+        };
+        Box::pin(std::future::ready(decision))
+    }
+}
+
+/// The approver of a command-line run, and what it refused because nobody could be asked.
+#[derive(Debug, Clone)]
+pub struct CommandLineApprovals {
+    /// Decides the run's `ask` calls.
+    pub approver: Arc<dyn Approver>,
+    refused_unasked: Arc<Mutex<BTreeSet<String>>>,
+}
+
+impl CommandLineApprovals {
+    /// What to tell the operator when `ask` calls were refused for want of a terminal: the
+    /// guest only sees `approval refused`, which does not say that `--approve NAME` exists.
+    pub fn refusal_note(&self) -> Option<String> {
+        let refused = self
+            .refused_unasked
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if refused.is_empty() {
+            return None;
+        }
+        let names: Vec<String> = refused
+            .iter()
+            .map(|tool| format!("`{}`", escape_controls(tool)))
+            .collect();
+        let flags: Vec<String> = refused
+            .iter()
+            .map(|tool| format!("--approve {}", escape_controls(tool)))
+            .collect();
+        Some(format!(
+            "cordon: calls to {} were refused: the tool needs approval and there is no \
+             terminal to ask on; pass {} to allow them",
+            names.join(", "),
+            flags.join(" ")
+        ))
+    }
+}
+
 /// The approver for a command-line run.
-pub fn for_terminal(approved: Vec<String>, interactive: bool) -> Arc<dyn Approver> {
-    if interactive && std::fs::File::open("/dev/tty").is_ok() {
+pub fn for_terminal(approved: Vec<String>, interactive: bool) -> CommandLineApprovals {
+    let refused_unasked = Arc::new(Mutex::new(BTreeSet::new()));
+    let approver: Arc<dyn Approver> = if can_ask(interactive) {
         Arc::new(TerminalApprover::new(approved, Arc::new(ask)))
     } else {
-        Arc::new(ApproveListed::new(approved))
+        Arc::new(Unattended {
+            listed: ApproveListed::new(approved),
+            refused: refused_unasked.clone(),
+        })
+    };
+    CommandLineApprovals {
+        approver,
+        refused_unasked,
     }
 }
 

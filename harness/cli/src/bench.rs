@@ -1,13 +1,13 @@
 //! `cordon bench`: runs a task suite through Cordon's engines and writes `results.json` and
 //! `report.html` (docs/bench.md).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
-use cordon_bench::run::{Policy, RunOptions, run_suite};
+use cordon_bench::run::{EpisodeResult, Policy, RunOptions, episode_ids, run_suite};
 use cordon_bench::task::Suite;
 use cordon_computer::browser::BrowserOptions;
 
@@ -144,6 +144,20 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             eprintln!("bench: task {} cannot run: {reason}", entry.id);
         }
     }
+    if !resume && holds_a_run(&out) {
+        bail!(
+            "{dir} already holds a bench run; a new run there would overwrite it: continue it \
+             with `cordon bench --resume {dir}`, or give --out a new directory",
+            dir = out.display()
+        );
+    }
+    // What a resume finds done already (the rule of `run_suite`: a recorded, non-fatal
+    // episode is kept), so the summary can tell a rate from nothing run.
+    let done_before = if resume {
+        recorded_episodes(&suite, &out)
+    } else {
+        0
+    };
     let mut browser = BrowserOptions::default();
     if let Some(path) = &args.chromium {
         browser = browser.executable(path);
@@ -173,7 +187,10 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             !args.no_progress_bar && std::io::IsTerminal::is_terminal(&std::io::stderr()),
         );
     let results = run_suite(&suite, browser, options).await?;
-    print_summary(&results);
+    print_summary(
+        &results,
+        results.summary.episodes.saturating_sub(done_before),
+    );
     eprintln!(
         "bench: wrote {} and {}",
         out.join("results.json").display(),
@@ -186,7 +203,29 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn print_summary(results: &cordon_bench::run::RunResults) {
+/// Whether `dir` holds (part of) a bench run: its metadata, results or episodes.
+fn holds_a_run(dir: &Path) -> bool {
+    ["run.json", "results.json", "episodes"]
+        .iter()
+        .any(|name| dir.join(name).exists())
+}
+
+/// Episodes of `suite` recorded in the run directory `out` that a resume keeps.
+fn recorded_episodes(suite: &Suite, out: &Path) -> usize {
+    episode_ids(suite)
+        .into_iter()
+        .filter(|(id, ..)| {
+            std::fs::read_to_string(out.join("episodes").join(id).join("episode.json"))
+                .ok()
+                .and_then(|text| serde_json::from_str::<EpisodeResult>(&text).ok())
+                .is_some_and(|episode| !episode.fatal)
+        })
+        .count()
+}
+
+/// The table of episodes and the summary line; `ran` is how many episodes this invocation
+/// ran (a resume keeps the others), the rate is over those.
+fn print_summary(results: &cordon_bench::run::RunResults, ran: usize) {
     println!(
         "{:<24} {:>8} {:>7} {:>6} {:>10}  note",
         "episode", "result", "reward", "steps", "ms"
@@ -212,9 +251,25 @@ fn print_summary(results: &cordon_bench::run::RunResults) {
         );
     }
     let s = &results.summary;
+    let pace = if ran == 0 {
+        "nothing left to run".to_owned()
+    } else if ran == s.episodes && s.run_seconds > 0.0 {
+        format!(
+            "{:.1} episodes/min over {} s",
+            s.episodes_per_minute, s.run_seconds
+        )
+    } else if s.run_seconds > 0.0 {
+        format!(
+            "{ran} episodes run, {:.1}/min over {} s",
+            ran as f64 * 60.0 / s.run_seconds,
+            s.run_seconds
+        )
+    } else {
+        format!("{ran} episodes run")
+    };
     println!(
         "\n{}/{} succeeded ({:.0}%), mean reward {}, mean steps {}; step ms p50 {} p90 {} p99 {}; \
-         {:.1} episodes/min over {} s",
+         {pace}",
         s.succeeded,
         s.episodes,
         s.success_rate * 100.0,
@@ -223,7 +278,5 @@ fn print_summary(results: &cordon_bench::run::RunResults) {
         s.step_ms.p50,
         s.step_ms.p90,
         s.step_ms.p99,
-        s.episodes_per_minute,
-        s.run_seconds
     );
 }

@@ -19,7 +19,7 @@ use std::process::ExitCode;
 
 /// Run a scripted computer-use session: one action per line of `--actions`, in the chosen
 /// vendor's shape; prints one JSON line per step. Exits 1 when a step ended in `error` or
-/// `denied`, 2 on a usage error.
+/// `denied` or was left waiting for an approval, 2 on a usage error.
 #[derive(Debug, clap::Args)]
 pub struct ComputerArgs {
     /// The page the session starts on.
@@ -84,13 +84,16 @@ pub struct ComputerArgs {
     /// desktop, ask before Ctrl+Alt chords.
     #[arg(long, value_name = "FILE")]
     pub rules: Option<PathBuf>,
-    /// Approve every `ask`.
+    /// Approve every `ask`. Without it or --deny-asks, an `ask` the script does not settle
+    /// on its next line (`{"approve": "*"}`, `{"deny": "*"}`) is asked on the terminal, or,
+    /// with none, left waiting (exit code 1).
     #[arg(long, conflicts_with = "deny_asks")]
     pub approve_all: bool,
     /// Deny every `ask`.
     #[arg(long)]
     pub deny_asks: bool,
-    /// Record the trajectory here (JSONL + screenshots); default: a fresh temp directory.
+    /// Record the trajectory here (JSONL + screenshots); default: a fresh temp directory,
+    /// removed at exit (the printed screenshot paths last as long as the command runs).
     #[arg(long, value_name = "DIR")]
     pub trajectory: Option<PathBuf>,
     /// Allow downloads into this directory (refused otherwise).
@@ -192,6 +195,31 @@ fn parse_display(args: &ComputerArgs) -> anyhow::Result<DisplaySpec> {
         return Ok(DisplaySpec::Preset { preset });
     }
     Ok(DisplaySpec::DEFAULT_BUDGET)
+}
+
+/// Where the trajectory goes: the operator's `--trajectory`, kept, or a temporary directory
+/// removed when this is dropped — at exit, on error paths too — so runs without
+/// `--trajectory` leave nothing behind in the temp directory.
+enum TrajectoryDir {
+    Kept(PathBuf),
+    Temporary(PathBuf),
+}
+
+impl TrajectoryDir {
+    fn path(&self) -> &Path {
+        match self {
+            TrajectoryDir::Kept(dir) | TrajectoryDir::Temporary(dir) => dir,
+        }
+    }
+}
+
+impl Drop for TrajectoryDir {
+    fn drop(&mut self) {
+        if let TrajectoryDir::Temporary(dir) = self {
+            // Best effort: a directory someone removed already is no error.
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
 }
 
 /// A new 0700 directory in the temp directory for a trajectory. Created here, never reused:
@@ -344,8 +372,8 @@ pub async fn run(args: ComputerArgs) -> anyhow::Result<ExitCode> {
         vendor,
     };
     let dir = match &args.trajectory {
-        Some(d) => d.clone(),
-        None => fresh_temp_dir()?,
+        Some(d) => TrajectoryDir::Kept(d.clone()),
+        None => TrajectoryDir::Temporary(fresh_temp_dir()?),
     };
     let script = std::fs::File::open(&args.actions)
         .with_context(|| format!("opening {}", args.actions.display()))?;
@@ -356,7 +384,15 @@ pub async fn run(args: ComputerArgs) -> anyhow::Result<ExitCode> {
             let opts = desktop_options(&meta, d, args.xvfb.as_deref());
             let session = cordon_computer::desktop::DesktopSession::start(opts).await?;
             let mut computer = Computer::new(session, engine_options(&meta));
-            let result = drive(&mut computer, &meta, &args, &dir, script, program_events).await;
+            let result = drive(
+                &mut computer,
+                &meta,
+                &args,
+                dir.path(),
+                script,
+                program_events,
+            )
+            .await;
             computer.into_backend().close().await?;
             return result;
         }
@@ -388,7 +424,10 @@ pub async fn run(args: ComputerArgs) -> anyhow::Result<ExitCode> {
             .collect::<Result<_, _>>()?;
         let session = browser.new_session(opts).await?;
         let mut computer = Computer::new(session, engine_options(&meta));
-        let result = drive(&mut computer, &meta, &args, &dir, script, |_| Vec::new()).await;
+        let result = drive(&mut computer, &meta, &args, dir.path(), script, |_| {
+            Vec::new()
+        })
+        .await;
         computer.into_backend().close().await?;
         result
     }
@@ -404,14 +443,34 @@ fn engine_options(meta: &SessionMeta) -> EngineOptions {
     engine
 }
 
-/// One line per launched program that exited since the last step.
+/// One line per launched program that exited since the last step. The program's log lives
+/// in the session's directory, removed when the session closes: the line carries the
+/// log's last lines (`output`) instead of its path.
 #[cfg(feature = "desktop")]
 fn program_events(session: &mut cordon_computer::desktop::DesktopSession) -> Vec<Value> {
     session
         .take_exits()
         .into_iter()
-        .map(|p| json!({"event": "program_exited", "program": p}))
+        .map(|p| {
+            let mut program = json!(p);
+            if let Some(fields) = program.as_object_mut() {
+                fields.remove("log");
+                fields.insert("output".into(), json!(log_tail(&p.log)));
+            }
+            json!({"event": "program_exited", "program": program})
+        })
         .collect()
+}
+
+/// The last lines of a program's log (stdout and stderr), at most 20 lines or 4 KiB.
+#[cfg(feature = "desktop")]
+fn log_tail(path: &Path) -> String {
+    const MAX_BYTES: usize = 4096;
+    const MAX_LINES: usize = 20;
+    let bytes = std::fs::read(path).unwrap_or_default();
+    let text = String::from_utf8_lossy(&bytes[bytes.len().saturating_sub(MAX_BYTES)..]);
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(MAX_LINES)..].join("\n")
 }
 
 /// Runs the script against `computer`, printing a line per step (and whatever `events`
@@ -426,8 +485,12 @@ async fn drive<B: Backend>(
 ) -> anyhow::Result<ExitCode> {
     computer.record(TrajectoryWriter::create(dir, &serde_json::to_value(meta)?)?);
     let mut failed = false;
+    let interactive = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    // The last step that asked, for the message when the script leaves it waiting.
+    let mut waiting = None;
     let outcome = async {
-        for (n, text) in std::io::BufReader::new(script).lines().enumerate() {
+        let mut lines = std::io::BufReader::new(script).lines().enumerate().peekable();
+        while let Some((n, text)) = lines.next() {
             let text = text?;
             if text.trim().is_empty() {
                 continue;
@@ -448,8 +511,19 @@ async fn drive<B: Backend>(
                 };
                 if r { computer.approve(&id).await? } else { computer.deny(&id).await? }
             } else {
+                let was_waiting = computer.pending_id().is_some();
                 match decode(meta.vendor, &value) {
-                    Ok(call) => computer.step(call, Some(&value)).await?,
+                    Ok(call) => {
+                        let mut report = computer.step(call, Some(&value)).await?;
+                        if was_waiting && report.status == Status::Error {
+                            // The engine says "approve or deny it first": say how.
+                            if let Some(error) = &mut report.error {
+                                error.push_str("; ");
+                                error.push_str(crate::computer_gate::HOW_TO_SETTLE);
+                            }
+                        }
+                        report
+                    }
                     Err(e) => {
                         failed = true;
                         print(&json!({"line": n + 1, "status": "error", "error": e.to_string()}))?;
@@ -471,7 +545,33 @@ async fn drive<B: Backend>(
                 };
                 print(&line(&report, dir))?;
             }
+            // Otherwise a person on the terminal settles what the script does not.
+            while report.status == Status::ApprovalRequired && !settled_next(&mut lines) {
+                let Some(pending) = report.pending.clone() else { break };
+                let Some(approve) =
+                    crate::computer_gate::ask(report.step, &pending, interactive).await
+                else {
+                    break;
+                };
+                report = if approve {
+                    computer.approve(&pending.id).await?
+                } else {
+                    computer.deny(&pending.id).await?
+                };
+                print(&line(&report, dir))?;
+            }
             failed |= matches!(report.status, Status::Error | Status::Denied);
+            if let Some(pending) = &report.pending {
+                waiting = Some((report.step, pending.clone()));
+            }
+        }
+        // A step left waiting did not run: not a success, and the operator is told how
+        // to settle it next time.
+        if computer.pending_id().is_some()
+            && let Some((step, pending)) = &waiting
+        {
+            failed = true;
+            eprintln!("{}", crate::computer_gate::left_waiting(*step, pending));
         }
         anyhow::Ok(())
     }
@@ -482,6 +582,24 @@ async fn drive<B: Backend>(
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Whether the script's next non-empty line settles an approval (`{"approve": ...}` or
+/// `{"deny": ...}`); blank lines before it are consumed.
+fn settled_next<I>(lines: &mut std::iter::Peekable<I>) -> bool
+where
+    I: Iterator<Item = (usize, std::io::Result<String>)>,
+{
+    while let Some((_, Ok(text))) = lines.peek() {
+        if !text.trim().is_empty() {
+            return serde_json::from_str::<Value>(text)
+                .ok()
+                .and_then(|value| resolution(&value))
+                .is_some();
+        }
+        lines.next();
+    }
+    false
 }
 
 /// `{"approve": ...}` → Some(true), `{"deny": ...}` → Some(false).

@@ -5,6 +5,7 @@ mod ask;
 mod bench;
 mod bench_policies;
 mod computer;
+mod computer_gate;
 mod demo;
 mod files;
 mod mcp;
@@ -37,7 +38,9 @@ enum Command {
     Computer(computer::ComputerArgs),
     /// Re-execute a recorded computer-use trajectory and report where it diverges.
     Replay(computer::ReplayArgs),
-    /// Serve the HTTP + SSE API (sandboxes, executions, tool results, approvals, computers).
+    /// Serve the HTTP + SSE API (sandboxes, executions, tool results, approvals, computers)
+    /// and, with --upstream, the model gateway (Anthropic Messages, OpenAI Chat Completions
+    /// and Responses in front of any model).
     Serve(serve::ServeArgs),
     /// Serve MCP (`execute_code` and the computer tools) on stdio, or Streamable HTTP with --http.
     Mcp(mcp::McpArgs),
@@ -46,7 +49,8 @@ enum Command {
     /// Fetch and build guest images now (the CPython image takes minutes the first time),
     /// instead of on their first use.
     Prepare(prepare::PrepareArgs),
-    /// Work with a tools file: `cordon tools export FILE --format anthropic|openai|mcp`.
+    /// Work with a tools file: `cordon tools export FILE --format
+    /// anthropic|openai|openai-responses|mcp`.
     Tools(tools::ToolsArgs),
 }
 
@@ -78,8 +82,26 @@ fn main() -> ExitCode {
     match outcome {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("cordon: {error:#}");
+            eprintln!("cordon: {}", describe(&error));
             ExitCode::from(run::EXIT_BAD_INPUT)
         }
     }
+}
+
+/// `error` and its causes joined with `: `, leaving out a cause whose text is already shown:
+/// an error that prints its source and also returns it (`cannot read script X: No such
+/// file…`) would otherwise say the same thing twice.
+fn describe(error: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in error.chain() {
+        let cause = cause.to_string();
+        if text.contains(&cause) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&cause);
+    }
+    text
 }

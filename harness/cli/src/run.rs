@@ -361,11 +361,12 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let language = language_for(args.lang.as_deref(), &args.file)?;
     let code = read_code(&args.file)?;
     let mut registry = load_tools(args.tools.as_deref())?;
+    refuse_client_tools(&registry)?;
     for connection in crate::serve::connect_all(&args.connect).await? {
         connection.attach(&mut registry)?;
     }
-    let approver: Arc<dyn Approver> =
-        approve::for_terminal(args.approve.clone(), std::io::stderr().is_terminal());
+    let approvals = approve::for_terminal(args.approve.clone(), std::io::stderr().is_terminal());
+    let approver: Arc<dyn Approver> = approvals.approver.clone();
     let limits = args.limits.limits();
     let prepared = crate::files::prepare(&args.files, &limits)?;
     let sandbox = sandbox(vec![language], 64).await?;
@@ -381,10 +382,30 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         crate::ask::AnswerSource::Stdin
     };
     let exit = execute_with_answers(&sandbox, request, args.json, answers).await?;
+    if let Some(note) = approvals.refusal_note() {
+        eprintln!("{note}");
+    }
     if let Some(prepared) = &prepared {
         prepared.finish(&args.files)?;
     }
     Ok(exit)
+}
+
+/// Refuses a tools file with a `client` tool other than `user_ask` (which the terminal
+/// answers): nobody under `cordon run` posts client results, so its calls would wait,
+/// silently, until the client-tool timeout. `cordon mcp` refuses the same tools.
+fn refuse_client_tools(registry: &ToolRegistry) -> anyhow::Result<()> {
+    if let Some(tool) = cordon_server::mcp::unanswerable_client_tool(registry) {
+        bail!(
+            "tool `{tool}` has a `client` handler, which `cordon run` cannot answer (nobody \
+             posts its result, so the program would wait until the client-tool timeout); \
+             client tools need a caller that answers them: `cordon serve` (the HTTP API, or \
+             the model gateway, whose client gets them as tool calls) or the library \
+             (`Execution::submit_tool_results`). Here, use a `static`, `command` or `http` \
+             handler"
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
-//! `cordon tools export FILE --format anthropic|openai|mcp`: the definitions of a tools
-//! file's tools (packs expanded) in the shape a framework hands to its model.
+//! `cordon tools export FILE --format anthropic|openai|openai-responses|mcp`: the
+//! definitions of a tools file's tools (packs expanded) in the shape a framework hands to
+//! its model.
 
 use std::process::ExitCode;
 
@@ -33,6 +34,9 @@ pub struct ExportArgs {
     pub format: String,
 }
 
+/// The formats `--format` takes (`openai-chat` is also taken, as `openai`).
+pub const FORMATS: [&str; 4] = ["anthropic", "openai", "openai-responses", "mcp"];
+
 /// One tool in `format`'s shape.
 pub fn definition(format: &str, name: &str, description: &str, schema: &Value) -> Option<Value> {
     Some(match format {
@@ -63,8 +67,9 @@ pub fn run(args: ToolsArgs) -> anyhow::Result<ExitCode> {
         )
         .with_context(|| {
             format!(
-                "unknown --format `{}` (use anthropic, openai, openai-responses or mcp)",
-                export.format
+                "unknown --format `{}` (use {})",
+                export.format,
+                FORMATS.join(", ")
             )
         })?;
         out.push(entry);

@@ -48,10 +48,10 @@ pub enum Error {
     )]
     BrowserMissing { path: String },
     /// Cordon runs as root, where Chromium's own sandbox cannot run, and the operator did
-    /// not opt out of it explicitly.
+    /// not opt out of it explicitly (the flag; in the library, `BrowserOptions::no_sandbox`).
     #[error(
         "Chromium's sandbox cannot run as root: run Cordon as an unprivileged user, or pass \
-         --no-browser-sandbox (BrowserOptions::no_sandbox) to start Chromium without it"
+         --no-browser-sandbox to start Chromium without it"
     )]
     SandboxAsRoot,
     /// The browser or the CDP connection failed (crash, hang, protocol error).

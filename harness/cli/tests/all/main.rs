@@ -14,7 +14,9 @@ mod bench;
 mod browser;
 #[cfg(feature = "desktop")]
 mod desktop;
+mod docs;
 mod files;
+mod first_use;
 mod gateway;
 mod packs;
 mod serve;

