@@ -10,7 +10,7 @@ use base64::Engine as _;
 use serde_json::Value;
 
 use crate::env::MarkKind;
-use crate::run::{EpisodeResult, Percentiles, RunResults};
+use crate::run::{EpisodeResult, Percentiles, RunResults, Summary};
 
 /// The marker colour (magenta: no page of the built-in suite uses it, so a test can find
 /// the marker in a screenshot of the report).
@@ -46,6 +46,21 @@ fn data_uri(dir: &Path, file: &str) -> Option<String> {
 
 fn pct(p: &Percentiles) -> String {
     format!("{} / {} / {} / {}", p.p50, p.p90, p.p99, p.max)
+}
+
+/// The rate cell: over the episodes this run ran, which a resume says, since the other
+/// counts of the table cover every episode.
+fn pace(s: &Summary) -> String {
+    match s.episodes_per_minute {
+        None => "— (none run this time)".to_owned(),
+        Some(rate) if s.episodes_run < s.episodes => {
+            format!(
+                "{rate} ({} of {} run this time)",
+                s.episodes_run, s.episodes
+            )
+        }
+        Some(rate) => rate.to_string(),
+    }
 }
 
 const STYLE: &str = r#"
@@ -103,7 +118,7 @@ pub fn render(run: &RunResults, out: &Path) -> String {
         pct(&s.reward_ms),
         pct(&s.episode_ms),
         s.run_seconds,
-        s.episodes_per_minute,
+        pace(s),
         run.jobs
     );
     h.push_str(
@@ -362,7 +377,7 @@ mod tests {
             "summary": {"episodes": 1, "succeeded": 1, "errors": 0, "success_rate": 1.0,
                 "mean_reward": 1.0, "mean_steps": 1.0, "step_ms": percentiles,
                 "reward_ms": percentiles, "episode_ms": percentiles, "run_seconds": 1.0,
-                "episodes_per_minute": 60.0},
+                "episodes_run": 1, "episodes_per_minute": 60.0},
             "episodes": [{"id": "t-s0", "task": "t", "seed": 0, "kind": "web", "prompt": "p",
                 "reward": 1.0, "success": true, "steps": 1, "duration_ms": 1.0, "reset_ms": 1.0,
                 "trace": [{"step": 1, "status": "ok", "action": {"actions": []}, "marks": [],
@@ -400,5 +415,22 @@ mod tests {
         let html = render(&run(resumed), Path::new("/nonexistent"));
         assert!(html.contains("<table class=timings><tr><th>gate</th>"));
         assert!(html.contains(".meta code, .meta td { overflow-wrap: anywhere; }"));
+    }
+
+    #[test]
+    fn the_rate_cell_says_when_a_resume_ran_part_or_none_of_the_episodes() {
+        let cell = |run: &RunResults| {
+            let html = render(run, Path::new("/nonexistent"));
+            let summary = html.split("<table id=summary>").nth(1).unwrap().to_owned();
+            summary.split("</table>").next().unwrap().to_owned()
+        };
+        let mut all = run(json!([]));
+        assert!(cell(&all).contains("<td>60</td>"), "{}", cell(&all));
+        all.summary.episodes = 3;
+        all.summary.episodes_per_minute = Some(30.0);
+        assert!(cell(&all).contains("<td>30 (1 of 3 run this time)</td>"));
+        all.summary.episodes_run = 0;
+        all.summary.episodes_per_minute = None;
+        assert!(cell(&all).contains("<td>— (none run this time)</td>"));
     }
 }

@@ -189,7 +189,12 @@ pub struct Summary {
     pub episode_ms: Percentiles,
     /// Wall time of this run (not counting resumed episodes' earlier time).
     pub run_seconds: f64,
-    pub episodes_per_minute: f64,
+    /// Episodes this run ran; a resume keeps the others, run in earlier runs' time.
+    #[serde(default)]
+    pub episodes_run: usize,
+    /// `episodes_run` over `run_seconds`, so a resume does not count kept episodes in
+    /// this run's time; `None` (null) when this run ran none.
+    pub episodes_per_minute: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
@@ -451,9 +456,13 @@ pub async fn run_suite(
         });
     }
     let mut results = kept;
+    let mut ran = 0;
     while let Some(joined) = set.join_next().await {
         match joined {
-            Ok(result) => results.push(result),
+            Ok(result) => {
+                ran += 1;
+                results.push(result);
+            }
             Err(e) => eprintln!("bench: an episode task failed: {e}"),
         }
     }
@@ -467,7 +476,7 @@ pub async fn run_suite(
             .position(|id| *id == r.id)
             .unwrap_or(usize::MAX)
     });
-    let summary = summarize(&results, t0.elapsed().as_secs_f64());
+    let summary = summarize(&results, ran, t0.elapsed().as_secs_f64());
     let run = RunResults {
         suite: suite.name.clone(),
         policy: policy_name(&options.policy),
@@ -483,8 +492,9 @@ pub async fn run_suite(
     Ok(run)
 }
 
-/// The summary over a run's episodes.
-pub fn summarize(results: &[EpisodeResult], run_seconds: f64) -> Summary {
+/// The summary over a run's episodes, `ran` of which this run ran in `run_seconds` (a
+/// resume keeps the rest).
+pub fn summarize(results: &[EpisodeResult], ran: usize, run_seconds: f64) -> Summary {
     let n = results.len();
     let succeeded = results.iter().filter(|r| r.success).count();
     let steps: Vec<f64> = results
@@ -517,11 +527,9 @@ pub fn summarize(results: &[EpisodeResult], run_seconds: f64) -> Summary {
         reward_ms: Percentiles::of(reward_ms),
         episode_ms: Percentiles::of(results.iter().map(|r| r.duration_ms).collect()),
         run_seconds: round2(run_seconds),
-        episodes_per_minute: if run_seconds > 0.0 {
-            round2(n as f64 * 60.0 / run_seconds)
-        } else {
-            0.0
-        },
+        episodes_run: ran.min(n),
+        episodes_per_minute: (ran > 0 && run_seconds > 0.0)
+            .then(|| round2(ran.min(n) as f64 * 60.0 / run_seconds)),
     }
 }
 

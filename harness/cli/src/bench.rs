@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
-use cordon_bench::run::{EpisodeResult, Policy, RunOptions, episode_ids, run_suite};
+use cordon_bench::run::{Policy, RunOptions, run_suite};
 use cordon_bench::task::Suite;
 use cordon_computer::browser::BrowserOptions;
 
@@ -151,13 +151,6 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             dir = out.display()
         );
     }
-    // What a resume finds done already (the rule of `run_suite`: a recorded, non-fatal
-    // episode is kept), so the summary can tell a rate from nothing run.
-    let done_before = if resume {
-        recorded_episodes(&suite, &out)
-    } else {
-        0
-    };
     let mut browser = BrowserOptions::default();
     if let Some(path) = &args.chromium {
         browser = browser.executable(path);
@@ -187,10 +180,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             !args.no_progress_bar && std::io::IsTerminal::is_terminal(&std::io::stderr()),
         );
     let results = run_suite(&suite, browser, options).await?;
-    print_summary(
-        &results,
-        results.summary.episodes.saturating_sub(done_before),
-    );
+    print_summary(&results);
     eprintln!(
         "bench: wrote {} and {}",
         out.join("results.json").display(),
@@ -210,22 +200,9 @@ fn holds_a_run(dir: &Path) -> bool {
         .any(|name| dir.join(name).exists())
 }
 
-/// Episodes of `suite` recorded in the run directory `out` that a resume keeps.
-fn recorded_episodes(suite: &Suite, out: &Path) -> usize {
-    episode_ids(suite)
-        .into_iter()
-        .filter(|(id, ..)| {
-            std::fs::read_to_string(out.join("episodes").join(id).join("episode.json"))
-                .ok()
-                .and_then(|text| serde_json::from_str::<EpisodeResult>(&text).ok())
-                .is_some_and(|episode| !episode.fatal)
-        })
-        .count()
-}
-
-/// The table of episodes and the summary line; `ran` is how many episodes this invocation
-/// ran (a resume keeps the others), the rate is over those.
-fn print_summary(results: &cordon_bench::run::RunResults, ran: usize) {
+/// The table of episodes and the summary line; the rate is the run's own, over the
+/// episodes this invocation ran (a resume keeps the others).
+fn print_summary(results: &cordon_bench::run::RunResults) {
     println!(
         "{:<24} {:>8} {:>7} {:>6} {:>10}  note",
         "episode", "result", "reward", "steps", "ms"
@@ -251,21 +228,15 @@ fn print_summary(results: &cordon_bench::run::RunResults, ran: usize) {
         );
     }
     let s = &results.summary;
-    let pace = if ran == 0 {
-        "nothing left to run".to_owned()
-    } else if ran == s.episodes && s.run_seconds > 0.0 {
-        format!(
-            "{:.1} episodes/min over {} s",
-            s.episodes_per_minute, s.run_seconds
-        )
-    } else if s.run_seconds > 0.0 {
-        format!(
-            "{ran} episodes run, {:.1}/min over {} s",
-            ran as f64 * 60.0 / s.run_seconds,
-            s.run_seconds
-        )
-    } else {
-        format!("{ran} episodes run")
+    let pace = match s.episodes_per_minute {
+        None => "nothing left to run".to_owned(),
+        Some(rate) if s.episodes_run == s.episodes => {
+            format!("{rate:.1} episodes/min over {} s", s.run_seconds)
+        }
+        Some(rate) => format!(
+            "{} episodes run, {rate:.1}/min over {} s",
+            s.episodes_run, s.run_seconds
+        ),
     };
     println!(
         "\n{}/{} succeeded ({:.0}%), mean reward {}, mean steps {}; step ms p50 {} p90 {} p99 {}; \

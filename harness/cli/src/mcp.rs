@@ -11,6 +11,7 @@ use cordon_protocol::execution::Language;
 use cordon_computer::browser::BrowserOptions;
 use cordon_protocol::tool::Policy;
 use cordon_server::guard::parse_allowed_host;
+use cordon_server::http::DEFAULT_MAX_SANDBOXES;
 use cordon_server::{McpOptions, McpServer};
 
 use crate::run::{LimitArgs, load_tools};
@@ -42,6 +43,10 @@ pub struct McpArgs {
     /// Live instances at once (running executions + sessions).
     #[arg(long, default_value_t = 64, value_name = "N")]
     pub max_instances: u32,
+    /// REPL sessions (`session_id`) live at once across all connections (each holds a
+    /// workspace in memory); a new one beyond is refused with an error result.
+    #[arg(long, default_value_t = DEFAULT_MAX_SANDBOXES, value_name = "N")]
+    pub max_sessions: usize,
     /// Chromium for the computer tools (started on the first `computer_open`).
     #[arg(long, value_name = "PATH", env = "CORDON_CHROMIUM")]
     pub chromium: Option<PathBuf>,
@@ -101,7 +106,8 @@ pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
         .browser(browser)
         .computer_rules(rules)
         .trajectories(args.trajectories)
-        .allowed_hosts(args.allow_host);
+        .allowed_hosts(args.allow_host)
+        .max_sessions_total(args.max_sessions);
     let server = McpServer::with_options(sandbox, registry, args.limits.limits(), options)?;
     match args.http {
         None => {

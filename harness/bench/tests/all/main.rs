@@ -8,4 +8,5 @@
 )]
 
 mod env;
+mod summary;
 mod tasks;

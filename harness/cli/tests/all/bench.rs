@@ -175,6 +175,26 @@ fn a_run_resumes_with_only_the_episodes_it_had_not_recorded() {
     let run = results(&out);
     assert_eq!(run["summary"]["episodes"], 2);
     assert_eq!(run["summary"]["succeeded"], 2);
+    // The rate is over the one episode this run ran, not the kept one too.
+    assert_eq!(run["summary"]["episodes_run"], 1);
+    let rate = run["summary"]["episodes_per_minute"].as_f64().unwrap();
+    let seconds = run["summary"]["run_seconds"].as_f64().unwrap();
+    assert!(
+        (rate * seconds / 60.0 - 1.0).abs() < 0.05,
+        "{rate}/min over {seconds} s"
+    );
+    // Nothing left: no rate (not a kept count over a moment), and the summary says so.
+    let (code, stdout, stderr) = bench(&["--resume", out_s, "--task", "drag", "--task", "scroll"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("nothing left to run"), "{stdout}");
+    let run = results(&out);
+    assert_eq!(run["summary"]["episodes_run"], 0);
+    assert_eq!(run["summary"]["episodes_per_minute"], Value::Null);
+    assert!(
+        std::fs::read_to_string(out.join("report.html"))
+            .unwrap()
+            .contains("— (none run this time)")
+    );
 }
 
 #[test]

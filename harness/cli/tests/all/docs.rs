@@ -161,3 +161,22 @@ fn the_readme_tour_calls_its_ask_tool_and_shows_the_way_through() {
     assert!(stdout.contains("{'ok': True}"), "{stdout}\n{stderr}");
     assert!(stdout.contains("\"temp_c\""), "plan.py ran: {stdout}");
 }
+
+#[test]
+fn mcp_offers_the_server_wide_session_cap_and_its_page_lists_it() {
+    let output = cordon(&["mcp", "--help"], "");
+    let help = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{help}");
+    let flag = help
+        .split("--max-sessions <N>")
+        .nth(1)
+        // Up to the next option: `      --name` or `  -x, --name`.
+        .and_then(|rest| rest.split("\n      --").next())
+        .and_then(|rest| rest.split("\n  -").next())
+        .unwrap_or_else(|| panic!("no --max-sessions in `cordon mcp --help`:\n{help}"));
+    // Its help wraps to the terminal's width.
+    let flag = flag.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flag.contains("across all connections"), "{flag}");
+    assert!(flag.contains("[default: 64]"), "{flag}");
+    assert!(repository_file("docs/mcp.md").contains("cordon mcp --max-sessions "));
+}

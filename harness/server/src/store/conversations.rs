@@ -279,7 +279,7 @@ impl Store {
         )?;
         let before = before_ms.map_or(i64::MAX, to_i64);
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let rows = statement.query_map(params![before, limit], |row| {
+        let summary = |row: &rusqlite::Row<'_>| {
             Ok(ConversationSummary {
                 id: row.get(0)?,
                 upstream: row.get(1)?,
@@ -287,8 +287,26 @@ impl Store {
                 updated_ms: to_u64(row.get(3)?),
                 entries: to_u64(row.get(4)?),
             })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        };
+        let mut listed = statement
+            .query_map(params![before, limit], summary)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        // The next page starts strictly before the last one's time: a page never ends in
+        // the middle of a millisecond, so nothing falls between two pages.
+        if let Some(last) = listed
+            .last()
+            .filter(|_| i64::try_from(listed.len()).is_ok_and(|n| n == limit))
+        {
+            let mut same = conn.prepare(
+                "SELECT id, upstream, created_ms, updated_ms, entries FROM conversations \
+                 WHERE updated_ms = ?1 AND id < ?2 ORDER BY id DESC",
+            )?;
+            let rest = same
+                .query_map(params![to_i64(last.updated_ms), last.id], summary)?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            listed.extend(rest);
+        }
+        Ok(listed)
     }
 }
 
@@ -356,7 +374,23 @@ mod tests {
                 .is_empty()
         );
         assert!(store.list_conversations(0, None).unwrap().is_empty());
-        assert_eq!(store.purge_conversations(now_ms() + 1).unwrap(), 1);
+        // Conversations updated in one millisecond are never split between pages.
+        {
+            let conn = lock(&store.conn);
+            for id in ["conv_a", "conv_b", "conv_c"] {
+                conn.execute(
+                    "INSERT INTO conversations (id, upstream, created_ms, updated_ms) \
+                     VALUES (?1, '', 5, 5)",
+                    params![id],
+                )
+                .unwrap();
+            }
+        }
+        let first = store.list_conversations(2, Some(6)).unwrap();
+        let ids: Vec<&str> = first.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, ["conv_c", "conv_b", "conv_a"]);
+        assert!(store.list_conversations(2, Some(5)).unwrap().is_empty());
+        assert_eq!(store.purge_conversations(now_ms() + 1).unwrap(), 4);
         assert!(store.conversation("conv_1").unwrap().is_none());
     }
 }
