@@ -25,7 +25,7 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
 use super::{AppState, rfc3339};
-use crate::api::{ComputerActions, ErrorBody, ComputerStep, CreateComputer, StepStatus};
+use crate::api::{ComputerActions, ComputerStep, CreateComputer, ErrorBody, StepStatus};
 use crate::computers::ComputerHub;
 use crate::error::ApiError;
 use crate::store::{NewConversationEntry, Store};
@@ -336,7 +336,11 @@ pub(super) async fn messages(state: State<AppState>, headers: HeaderMap, body: B
     ),
     security(("bearer" = []))
 )]
-pub(super) async fn chat_completions(state: State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+pub(super) async fn chat_completions(
+    state: State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     gateway_call(state, headers, body, Api::OpenaiChat).await
 }
 

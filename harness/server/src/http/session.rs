@@ -295,7 +295,10 @@ pub(super) async fn history(
     ),
     security(("bearer" = []))
 )]
-pub(super) async fn remove(State(app): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
+pub(super) async fn remove(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
     let mount = mount(&app)?;
     if mount.store.delete_session(&id)? {
         Ok(StatusCode::NO_CONTENT.into_response())
