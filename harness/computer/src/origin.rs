@@ -326,6 +326,7 @@ impl OriginPolicy {
     /// when the private-network rule applies to it: `None` for URLs that are refused or
     /// allowed by [`check`](Self::check) alone (an address, a `localhost` name, an exempt
     /// origin, a non-web scheme).
+    #[cfg(feature = "browser")]
     pub(crate) fn endpoint_to_resolve(&self, raw: &str) -> Option<(String, u16)> {
         let url = Url::parse(raw).ok()?;
         if !matches!(url.scheme(), "http" | "https" | "ws" | "wss") || self.private_exempt(&url) {
