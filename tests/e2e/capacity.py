@@ -13,15 +13,9 @@ import time
 
 import httpx
 
+from serve_http import check_error, run
+
 TIMEOUT = httpx.Timeout(60.0)
-
-
-def check_error(response, status, error_type):
-    assert response.status_code == status, (response.status_code, response.text)
-    body = response.json()
-    assert body["type"] == error_type, body
-    assert isinstance(body["message"], str) and body["message"], body
-    return body
 
 
 def create(http, **body):
@@ -32,19 +26,6 @@ def create(http, **body):
 def created(response):
     assert response.status_code == 201, response.text
     return response.json()["id"]
-
-
-def run(http, sandbox, code):
-    """Runs `code` and returns its result (polling the execution until it ends)."""
-    response = http.post(f"/v1/sandboxes/{sandbox}/executions", json={"code": code})
-    assert response.status_code == 201, response.text
-    execution = response.json()["id"]
-    for _ in range(1200):
-        info = http.get(f"/v1/executions/{execution}").json()
-        if info["status"] != "running":
-            return info["result"]
-        time.sleep(0.05)
-    raise AssertionError(f"execution {execution} did not end")
 
 
 def still_serves(http, sandboxes):

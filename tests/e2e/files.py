@@ -10,7 +10,6 @@ Exits non-zero on the first failed check; every request is bounded by a timeout.
 import base64
 import json
 import sys
-import time
 
 import os
 import tempfile
@@ -19,9 +18,12 @@ import anyio
 import httpx
 import mcp_types as types
 from mcp import Client, StdioServerParameters
+from serve_http import run
 
 SALES = "city,amount\nParis,3\nOslo,4\nParis,5\n"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+# Polls of 50 ms one execution may take here: 30 s, this script's bound per execution.
+RUN_POLLS = 600
 
 # Reads the CSV with `csv`, writes JSON and a PNG (by pure Python: struct + zlib).
 REPORT = r'''
@@ -51,19 +53,6 @@ def check_error(response, status, error_type):
     assert body["message"], body
 
 
-def run(http, sandbox, code):
-    """Runs `code` and returns its result (polling the execution until it ends)."""
-    response = http.post(f"/v1/sandboxes/{sandbox}/executions", json={"code": code})
-    assert response.status_code == 201, response.text
-    execution = response.json()["id"]
-    for _ in range(600):
-        info = http.get(f"/v1/executions/{execution}").json()
-        if info["status"] != "running":
-            return info["result"]
-        time.sleep(0.05)
-    raise AssertionError(f"execution {execution} did not end")
-
-
 def http_scenario(base):
     with httpx.Client(base_url=base, timeout=httpx.Timeout(30.0)) as http:
         # Workspaces live in the server's memory: a sandbox cannot ask for more than 1 GiB.
@@ -82,7 +71,7 @@ def http_scenario(base):
             put = http.put(f"{files}/data/sales.csv", content=SALES.encode())
             assert put.status_code == 201, put.text
             assert put.json()["path"] == "data/sales.csv" and put.json()["size"] == len(SALES), put.json()
-            result = run(http, sandbox, REPORT)
+            result = run(http, sandbox, REPORT, polls=RUN_POLLS)
             assert result["status"] == "completed", result
             assert result["result"] == [["Oslo", 4], ["Paris", 8]], result
             totals = http.get(f"{files}/out/totals.json")
@@ -98,7 +87,7 @@ def http_scenario(base):
             assert listing["workspace_bytes"] == 4096 and listing["workspace_files"] == 10, listing
 
             # The files stay for the next execution, stateless or not.
-            again = run(http, sandbox, "import os\nsorted(os.listdir('out'))")
+            again = run(http, sandbox, "import os\nsorted(os.listdir('out'))", polls=RUN_POLLS)
             assert again["result"] == ["chart.png", "totals.json"], again
 
             # Traversal in the path is a 400 (httpx would normalise `..`, so it is encoded).
@@ -115,7 +104,7 @@ def http_scenario(base):
 
             # Over quota from inside: an OSError, and the execution goes on.
             over = run(http, sandbox, "try:\n    with open('n0', 'wb') as f:\n        f.write(b'x' * 5000)\n    r = 'stored'\n"
-                                      "except OSError as e:\n    r = e.errno\nr")
+                                      "except OSError as e:\n    r = e.errno\nr", polls=RUN_POLLS)
             assert over["status"] == "completed" and over["result"] == 51, over  # ENOSPC
 
             assert http.delete(f"{files}/out").status_code == 204

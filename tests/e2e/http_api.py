@@ -14,6 +14,7 @@ import time
 import httpx
 
 from pages import BUY, DISPLAY, GO, NAME_FIELD, PASSWORD_FIELD, serve_page
+from serve_http import check_error  # also imported from here by connect_alias.py
 
 TIMEOUT = httpx.Timeout(30.0)
 
@@ -21,14 +22,6 @@ TIMEOUT = httpx.Timeout(30.0)
 def client(base, token=None):
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     return httpx.Client(base_url=base, timeout=TIMEOUT, headers=headers)
-
-
-def check_error(response, status, error_type):
-    assert response.status_code == status, (response.status_code, response.text)
-    body = response.json()
-    assert body["type"] == error_type, body
-    assert isinstance(body["message"], str) and body["message"], body
-    return body
 
 
 @contextlib.contextmanager

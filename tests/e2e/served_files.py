@@ -12,10 +12,11 @@ Exits non-zero on the first failed check; every request is bounded by a timeout.
 """
 
 import sys
-import time
 import urllib.parse
 
 import httpx
+
+from serve_http import run
 
 TIMEOUT = httpx.Timeout(60.0)
 
@@ -52,19 +53,6 @@ def create_sandbox(http):
     response = http.post("/v1/sandboxes", json={"language": "python-lite"})
     assert response.status_code == 201, response.text
     return response.json()["id"]
-
-
-def run(http, sandbox, code):
-    """Runs `code` in the sandbox and returns its result (polling until it ends)."""
-    response = http.post(f"/v1/sandboxes/{sandbox}/executions", json={"code": code})
-    assert response.status_code == 201, response.text
-    execution = response.json()["id"]
-    for _ in range(1200):
-        info = http.get(f"/v1/executions/{execution}").json()
-        if info["status"] != "running":
-            return info["result"]
-        time.sleep(0.05)
-    raise AssertionError(f"execution {execution} did not end")
 
 
 def files_of(http, sandbox):

@@ -6,9 +6,7 @@
 
 #![no_main]
 
-use cordon_protocol::conversation::stream::{
-    self, Accumulator, AnthropicAccumulator, ChatAccumulator, ResponsesAccumulator,
-};
+use cordon_protocol::conversation::stream::feed_each_accumulator;
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 
@@ -28,21 +26,5 @@ fuzz_target!(|data: &[u8]| {
             other => (String::new(), other),
         })
         .collect();
-    feed(AnthropicAccumulator::default(), &events);
-    feed(ChatAccumulator::default(), &events);
-    feed(ResponsesAccumulator::default(), &events);
+    feed_each_accumulator(&events);
 });
-
-/// Events until the first error (fatal to the turn, as in the gateway), then the turn.
-fn feed<A: Accumulator>(mut accumulator: A, events: &[(String, Value)]) {
-    for (name, data) in events {
-        if accumulator.push(name, data).is_err() {
-            return;
-        }
-    }
-    if let Ok(turn) = accumulator.finish() {
-        let _ = stream::anthropic_events(&turn);
-        let _ = stream::chat_events(&turn);
-        let _ = stream::responses_events(&turn);
-    }
-}

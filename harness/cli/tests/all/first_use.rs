@@ -8,7 +8,7 @@ use std::process::{Command, Output, Stdio};
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
-use super::{cordon, write_temp};
+use super::{ask_pay_tools, cordon, write_temp};
 
 /// A page whose only button says Delete (the default rules ask before delete-like buttons)
 /// and goes to `about:blank#deleted` when it is clicked. 1280x800 shown as 1024x640: the
@@ -97,10 +97,7 @@ fn run_refuses_a_client_tool_at_start_instead_of_waiting_for_nobody() {
 
 #[test]
 fn an_ask_refused_for_want_of_a_terminal_names_the_approve_flag() {
-    let tools = write_temp(
-        r#"{"tools": [{"name": "pay", "policy": "ask", "handler": {"kind": "static", "result": "paid"}}]}"#,
-        ".json",
-    );
+    let tools = ask_pay_tools();
     let path = tools.path().to_str().unwrap();
     let output = cordon(&["run", "--tools", path, "-"], "await pay()");
     let text = stderr(&output);

@@ -108,6 +108,14 @@ fn write_temp(contents: &str, suffix: &str) -> tempfile::NamedTempFile {
     file
 }
 
+/// A tools file with one `ask` tool, `pay`, whose static handler returns `"paid"`.
+fn ask_pay_tools() -> tempfile::NamedTempFile {
+    write_temp(
+        r#"{"tools": [{"name": "pay", "policy": "ask", "handler": {"kind": "static", "result": "paid"}}]}"#,
+        ".json",
+    )
+}
+
 #[test]
 fn completed_run_prints_every_documented_field_and_exits_0() {
     let (code, result) = json_run("print('hi')\n6 * 7", &[]);
@@ -243,10 +251,7 @@ fn plain_mode_streams_output_and_prints_the_result() {
 
 #[test]
 fn ask_tools_are_refused_without_a_terminal_unless_approved() {
-    let tools = write_temp(
-        r#"{"tools": [{"name": "pay", "policy": "ask", "handler": {"kind": "static", "result": "paid"}}]}"#,
-        ".json",
-    );
+    let tools = ask_pay_tools();
     let path = tools.path().to_str().unwrap();
     let code = "try:\n    r = await pay()\nexcept ToolError as e:\n    r = e.kind\nr";
     let (_, refused) = json_run(code, &["--tools", path]);

@@ -11,7 +11,7 @@ use cordon_gateway::{Api, Credential, Gateway, GatewayOptions, MemoryRecorder, M
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use crate::common::{StandIn, gateway, request, send};
+use crate::common::{StandIn, gateway, request, send, serve_local};
 
 /// A `transfer` tool whose handler is an HTTP endpoint on 127.0.0.1 that counts its calls.
 struct Bank {
@@ -33,17 +33,8 @@ impl Bank {
                 }
             }),
         );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}/transfer", listener.local_addr().unwrap());
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        tokio::spawn(async move {
-            axum::serve(listener, app)
-                .with_graceful_shutdown(async {
-                    let _ = rx.await;
-                })
-                .await
-                .unwrap();
-        });
+        let (addr, tx) = serve_local(app).await;
+        let url = format!("http://{addr}/transfer");
         let registry = ToolRegistry::from_json(
             &json!({"tools": [{
                 "name": "transfer", "policy": policy,

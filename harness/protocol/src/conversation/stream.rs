@@ -14,8 +14,10 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
+mod feed;
 mod limits;
 
+pub use feed::feed_each_accumulator;
 use limits::Budget;
 pub use limits::{MAX_BLOCKS, MAX_TURN_BYTES, StreamLimits};
 

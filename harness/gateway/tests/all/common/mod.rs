@@ -1,6 +1,7 @@
 //! A stand-in model server speaking the three vendor APIs, and gateway fixtures.
 
 use std::collections::VecDeque;
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -67,19 +68,9 @@ impl StandIn {
                 post(|s, h, b| answer(s, h, b, Api::OpenaiResponses)),
             )
             .with_state(state);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        tokio::spawn(async move {
-            axum::serve(listener, app)
-                .with_graceful_shutdown(async {
-                    let _ = rx.await;
-                })
-                .await
-                .unwrap();
-        });
+        let (addr, tx) = serve_local(app).await;
         StandIn {
-            url,
+            url: format!("http://{addr}"),
             answers,
             seen,
             _stop: Arc::new(tx),
@@ -106,6 +97,23 @@ impl StandIn {
             _ => format!("{}/v1", self.url),
         }
     }
+}
+
+/// Serves `app` on a free port of 127.0.0.1 until the returned sender fires or is dropped;
+/// returns the address it listens on.
+pub async fn serve_local(app: Router) -> (SocketAddr, tokio::sync::oneshot::Sender<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async {
+                let _ = rx.await;
+            })
+            .await
+            .unwrap();
+    });
+    (addr, tx)
 }
 
 fn full_turn(value: &Value) -> Turn {

@@ -3,7 +3,7 @@
 //! panics; what it finishes, every vendor's event encoder takes.
 
 use cordon_protocol::conversation::stream::{
-    self, Accumulator, AnthropicAccumulator, ChatAccumulator, ResponsesAccumulator,
+    Accumulator, AnthropicAccumulator, ChatAccumulator, ResponsesAccumulator, feed_each_accumulator,
 };
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
@@ -102,27 +102,6 @@ fn event() -> impl Strategy<Value = (String, Value)> {
     ]
 }
 
-/// Feeds `events` until the first error (fatal to the turn), then finishes, and encodes
-/// what finished in every vendor's events.
-fn feed<A: Accumulator>(mut accumulator: A, events: &[(String, Value)]) {
-    for (name, data) in events {
-        if accumulator.push(name, data).is_err() {
-            return;
-        }
-    }
-    if let Ok(turn) = accumulator.finish() {
-        let _ = stream::anthropic_events(&turn);
-        let _ = stream::chat_events(&turn);
-        let _ = stream::responses_events(&turn);
-    }
-}
-
-fn feed_all(events: &[(String, Value)]) {
-    feed(AnthropicAccumulator::default(), events);
-    feed(ChatAccumulator::default(), events);
-    feed(ResponsesAccumulator::default(), events);
-}
-
 /// The vendors' own streams of the conversation fixtures (the snapshots of
 /// `conversation.rs`), to mutate.
 fn vendor_streams() -> [Vec<(String, Value)>; 3] {
@@ -141,7 +120,7 @@ proptest! {
     fn stream_accumulators_never_panic_on_arbitrary_events(
         events in prop::collection::vec(event(), 0..24)
     ) {
-        feed_all(&events);
+        feed_each_accumulator(&events);
     }
 
     #[test]
@@ -178,7 +157,7 @@ proptest! {
                 }
             }
         }
-        feed_all(&events);
+        feed_each_accumulator(&events);
     }
 }
 
@@ -229,6 +208,6 @@ fn the_fuzz_targets_hostile_seeds_keep_the_properties() {
         ),
     ] {
         let events: Vec<(String, Value)> = serde_json::from_str(text).unwrap();
-        feed_all(&events);
+        feed_each_accumulator(&events);
     }
 }
