@@ -40,11 +40,9 @@ pub struct Prepared {
     loaded: Vec<String>,
 }
 
-/// Builds the run's workspace, or `None` when no file option was given.
-pub fn prepare(args: &FileArgs, limits: &Limits) -> anyhow::Result<Option<Prepared>> {
-    if args.workspace.is_none() && args.files.is_empty() && args.out.is_none() {
-        return Ok(None);
-    }
+/// Builds the run's workspace. Every program gets one, as over HTTP and MCP, so a relative
+/// `open("out.csv", "w")` just works; without `--workspace` or `--out` it is discarded.
+pub fn prepare(args: &FileArgs, limits: &Limits) -> anyhow::Result<Prepared> {
     let workspace = Workspace::new(Quota {
         bytes: limits.workspace_bytes,
         files: limits.workspace_files,
@@ -73,11 +71,11 @@ pub fn prepare(args: &FileArgs, limits: &Limits) -> anyhow::Result<Option<Prepar
         .into_iter()
         .map(|entry| (entry.path, (entry.size, entry.modified_ns)))
         .collect();
-    Ok(Some(Prepared {
+    Ok(Prepared {
         workspace,
         before,
         loaded,
-    }))
+    })
 }
 
 fn load_dir(

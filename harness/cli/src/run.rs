@@ -370,12 +370,10 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let limits = args.limits.limits();
     let prepared = crate::files::prepare(&args.files, &limits)?;
     let sandbox = sandbox(vec![language], 64).await?;
-    let mut request = ExecutionRequest::new(language, code, Dispatcher::new(Arc::new(registry)))
+    let request = ExecutionRequest::new(language, code, Dispatcher::new(Arc::new(registry)))
         .limits(limits)
-        .approver(approver);
-    if let Some(prepared) = &prepared {
-        request = request.workspace(prepared.workspace.clone());
-    }
+        .approver(approver)
+        .workspace(prepared.workspace.clone());
     let answers = if args.file == "-" {
         crate::ask::AnswerSource::Tty
     } else {
@@ -385,9 +383,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(note) = approvals.refusal_note() {
         eprintln!("{note}");
     }
-    if let Some(prepared) = &prepared {
-        prepared.finish(&args.files)?;
-    }
+    prepared.finish(&args.files)?;
     Ok(exit)
 }
 

@@ -170,3 +170,43 @@ fn a_workspace_dir_over_the_quota_is_refused_before_running() {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// Every program gets a workspace, as over HTTP and MCP: a relative write works with no file
+/// option in every language, and without `--out` or `--workspace` it leaves nothing behind.
+#[test]
+fn every_run_has_a_workspace_discarded_without_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let python = "open('out.csv', 'w').write('a,b\\n1,2\\n')\nopen('out.csv').read()";
+    let javascript =
+        "fs.writeFileSync('out.csv', 'a,b\\n1,2\\n'); fs.readFileSync('out.csv', 'utf8')";
+    for (lang, code) in [
+        ("python", python),
+        ("python-lite", python),
+        ("javascript", javascript),
+    ] {
+        let output = std::process::Command::new(crate::cordon_bin())
+            .args(["run", "--json", "--lang", lang, "-"])
+            .current_dir(dir.path())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut child| {
+                use std::io::Write as _;
+                child.stdin.take().unwrap().write_all(code.as_bytes())?;
+                child.wait_with_output()
+            })
+            .unwrap();
+        let value: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
+            panic!(
+                "{lang}: not JSON ({error}): {}\nstderr: {}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            )
+        });
+        assert_eq!(value["status"], "completed", "{lang}: {value}");
+        assert_eq!(value["result"], "a,b\n1,2\n", "{lang}: {value}");
+    }
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "nothing is written outside: {left:?}");
+}
