@@ -11,7 +11,7 @@ export RUSTC_BOOTSTRAP=1
 seconds="${SECONDS_PER_TARGET:-600}"
 logs="${CORDON_FUZZ_LOGS:-$CARGO_TARGET_DIR/logs}"
 mkdir -p "$logs"
-targets="${*:-computer_actions bridge_frames tools_file event_seq origin_pattern conversation stream_accumulators}"
+targets="${*:-computer_actions bridge_frames tools_file event_seq origin_pattern conversation stream_accumulators bash_policy}"
 nice -n 19 cargo fuzz build --fuzz-dir tests/fuzz
 for target in $targets; do
     mkdir -p "tests/fuzz/corpus/$target"

@@ -3,10 +3,13 @@
 //! Two layers. **Policy**, deny by default and checked on the command line as a real shell
 //! parser (brush-parser) sees it: each command of a pipeline must be in `allow` and not in
 //! `deny`; chains (`;`, `&&`, `||`, `&`), compound commands, subshells (`( … )`, `$( … )`,
-//! backticks, process substitution), commands that run other commands (`bash -c`, `eval`,
-//! `exec`, `xargs`, `env`, `find -exec` …) and redirections to files outside `root` are
-//! refused with a reason the model can read, unless the pack opts in (`allow_chains`,
-//! `allow_subshells`). **Containment**, where the host has bubblewrap and user namespaces:
+//! backticks, process substitution) in any word the shell expands (`words`), ways of
+//! evaluating a variable's value as code (arithmetic on names, `${!x}`), variables set for a
+//! command, commands that run other commands (`bash -c`, `eval`, `exec`, `xargs`, `env`,
+//! `find -exec` …) and redirections to files outside `root` are refused with a reason the
+//! model can read, unless the pack opts in (`allow_chains`, `allow_subshells`). The command
+//! line's size and nesting are bounded before the parser runs (`bounds`): it recurses per
+//! level. **Containment**, where the host has bubblewrap and user namespaces:
 //! the command runs with no network, the system read-only, `/home`, `/root`, `/run` and
 //! `/tmp` empty, `root` as its only writable directory, and its own PID namespace. Without
 //! bubblewrap only the policy, a clean environment, the time limit and the process-group
@@ -18,7 +21,6 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use brush_parser::ast;
-use brush_parser::word::{self, WordPiece};
 use cordon_protocol::tool::Policy;
 use futures::future::BoxFuture;
 use serde::Deserialize;
@@ -27,6 +29,11 @@ use tokio::io::AsyncReadExt;
 
 use crate::handlers::{DEFAULT_COMMAND_PATH, GroupKiller};
 use crate::provider::ToolProvider;
+
+mod bounds;
+mod words;
+
+use words::{Quoting, literal};
 
 /// Options of `{"pack": "bash", …}`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -53,7 +60,8 @@ pub struct BashSpec {
     /// Allow `;`, `&&`, `||`, `&` and brace groups.
     #[serde(default)]
     pub allow_chains: bool,
-    /// Allow subshells, command and process substitution, shells and command runners.
+    /// Allow subshells, command and process substitution, shells and command runners,
+    /// variables set for a command, and arithmetic or indirection on variables.
     #[serde(default)]
     pub allow_subshells: bool,
     /// Refuse to run at all when bubblewrap cannot contain the command.
@@ -79,23 +87,50 @@ const RUNNERS: &[&str] = &[
     "setsid", "stdbuf", "chroot", "unshare", "nsenter", "watch", "script", "parallel", "time",
     "trap",
 ];
-/// Arguments by which a program runs another (`find -exec rm {} ;`).
-const EXEC_ARGS: &[(&str, &[&str])] = &[
-    ("find", &["-exec", "-execdir", "-ok", "-okdir"]),
+/// Bash builtins that evaluate a name given as data (`read 'a[$(cmd)]'`, `declare`, `let`
+/// run `cmd`) or change what a name runs (`hash -p`, `enable -f`, `alias`).
+const EVALUATORS: &[&str] = &[
+    "let", "declare", "typeset", "local", "readonly", "export", "unset", "read", "mapfile",
+    "getopts", "compgen", "complete", "hash", "enable", "alias", "fc", "bind",
+];
+/// Arguments by which a program runs another (`find -exec rm {} ;`), the single-letter options
+/// that do when bundled (`rsync -avze CMD`), and whether options end at the first operand
+/// (`printf FORMAT …`). An argument that is not a plain word must start with a fixed
+/// character other than `-`, so that no expansion can spell one of these options.
+const EXEC_ARGS: &[(&str, &[&str], &[char], bool)] = &[
+    ("find", &["-exec", "-execdir", "-ok", "-okdir"], &[], false),
     (
         "git",
-        &["-c", "--exec-path", "--upload-pack", "--receive-pack"],
+        &[
+            "-c",
+            "--config-env",
+            "--exec-path",
+            "--exec",
+            "--upload-pack",
+            "--receive-pack",
+        ],
+        &[],
+        false,
     ),
-    ("rsync", &["-e", "--rsh"]),
+    ("rsync", &["-e", "--rsh", "--rsync-path"], &['e'], false),
     (
         "tar",
         &[
             "--to-command",
             "--use-compress-program",
             "-I",
+            "-F",
             "--checkpoint-action",
+            "--info-script",
+            "--new-volume-script",
         ],
+        &['I', 'F'],
+        false,
     ),
+    // `test -v 'a[$(cmd)]'` and `printf -v 'a[$(cmd)]'` evaluate the subscript.
+    ("test", &["-v", "-R"], &[], false),
+    ("[", &["-v", "-R"], &[], false),
+    ("printf", &["-v"], &[], true),
 ];
 
 /// Runs the pack's `bash` calls.
@@ -346,10 +381,16 @@ impl ToolProvider for BashPack {
 // ---- the policy ------------------------------------------------------------------------
 
 /// Checks a command line against `spec`; the error is the reason, for the model.
+///
+/// Each stage of the parser is bounded before it runs (see `bounds`), so no command line can
+/// exhaust the stack or the CPU here, whatever thread this runs on.
 pub fn check_command(spec: &BashSpec, root: &Path, command: &str) -> Result<(), String> {
     let options = brush_parser::ParserOptions::default();
-    let program = brush_parser::Parser::new(std::io::BufReader::new(command.as_bytes()), &options)
-        .parse_program()
+    bounds::check_text(command)?;
+    let tokens = brush_parser::uncached_tokenize_str(command, &options.tokenizer_options())
+        .map_err(|error| format!("the command line does not parse: {error}"))?;
+    bounds::check_tokens(&tokens)?;
+    let program = brush_parser::parse_tokens(&tokens, &options)
         .map_err(|error| format!("the command line does not parse: {error}"))?;
     let checker = Checker {
         spec,
@@ -364,7 +405,7 @@ pub fn check_command(spec: &BashSpec, root: &Path, command: &str) -> Result<(), 
     if items.is_empty() {
         return Err("the command line is empty".into());
     }
-    checker.list(&items)
+    checker.list(&items, 0)
 }
 
 struct Checker<'a> {
@@ -374,7 +415,15 @@ struct Checker<'a> {
 }
 
 impl Checker<'_> {
-    fn list(&self, items: &[&ast::CompoundListItem]) -> Result<(), String> {
+    fn list(&self, items: &[&ast::CompoundListItem], depth: usize) -> Result<(), String> {
+        // The bounds keep this far lower already; this keeps the checker's own recursion
+        // bounded whatever the parser accepts.
+        if depth > bounds::MAX_NESTING {
+            return Err(format!(
+                "groups and subshells nest more than {} deep",
+                bounds::MAX_NESTING
+            ));
+        }
         let chained = items.len() > 1
             || items.iter().any(|item| {
                 !item.0.additional.is_empty() || matches!(item.1, ast::SeparatorOperator::Async)
@@ -389,31 +438,31 @@ impl Checker<'_> {
         for item in items {
             for (_, pipeline) in item.0.iter() {
                 for command in &pipeline.seq {
-                    self.command(command)?;
+                    self.command(command, depth)?;
                 }
             }
         }
         Ok(())
     }
 
-    fn compound_list(&self, list: &ast::CompoundList) -> Result<(), String> {
+    fn compound_list(&self, list: &ast::CompoundList, depth: usize) -> Result<(), String> {
         let items: Vec<&ast::CompoundListItem> = list.0.iter().collect();
-        self.list(&items)
+        self.list(&items, depth + 1)
     }
 
-    fn command(&self, command: &ast::Command) -> Result<(), String> {
+    fn command(&self, command: &ast::Command, depth: usize) -> Result<(), String> {
         match command {
             ast::Command::Simple(simple) => self.simple(simple),
             ast::Command::Compound(compound, redirects) => {
                 match compound {
                     ast::CompoundCommand::Subshell(subshell) if self.spec.allow_subshells => {
-                        self.compound_list(&subshell.list)?;
+                        self.compound_list(&subshell.list, depth)?;
                     }
                     ast::CompoundCommand::Subshell(_) => {
                         return Err("subshells `( … )` are not allowed".into());
                     }
                     ast::CompoundCommand::BraceGroup(group) if self.spec.allow_chains => {
-                        self.compound_list(&group.list)?;
+                        self.compound_list(&group.list, depth)?;
                     }
                     _ => {
                         return Err(
@@ -423,10 +472,8 @@ impl Checker<'_> {
                         );
                     }
                 }
-                if let Some(redirects) = redirects {
-                    for redirect in &redirects.0 {
-                        self.redirect(redirect)?;
-                    }
+                for redirect in redirects.iter().flat_map(|redirects| redirects.0.iter()) {
+                    self.redirect(redirect)?;
                 }
                 Ok(())
             }
@@ -436,6 +483,20 @@ impl Checker<'_> {
     }
 
     fn simple(&self, simple: &ast::SimpleCommand) -> Result<(), String> {
+        if let Some(prefix) = &simple.prefix {
+            for item in &prefix.0 {
+                if let ast::CommandPrefixOrSuffixItem::AssignmentWord(..) = item
+                    && !self.spec.allow_subshells
+                {
+                    return Err(
+                        "setting variables (`NAME=value command`) is not allowed: variables \
+                         such as PATH, LD_PRELOAD, BASH_ENV or GIT_CONFIG_* make programs run \
+                         other commands"
+                            .into(),
+                    );
+                }
+            }
+        }
         let items = simple
             .prefix
             .iter()
@@ -445,12 +506,12 @@ impl Checker<'_> {
         for item in items {
             match item {
                 ast::CommandPrefixOrSuffixItem::IoRedirect(redirect) => self.redirect(redirect)?,
-                ast::CommandPrefixOrSuffixItem::Word(word) => {
+                // `make CC=cc` is an argument; for `declare`, `export` … an assignment (those
+                // are refused by name below unless `allow_subshells`).
+                ast::CommandPrefixOrSuffixItem::Word(word)
+                | ast::CommandPrefixOrSuffixItem::AssignmentWord(_, word) => {
                     self.word(&word.value)?;
-                    args.push(literal(&word.value, self.options));
-                }
-                ast::CommandPrefixOrSuffixItem::AssignmentWord(_, word) => {
-                    self.word(&word.value)?;
+                    args.push(word.value.as_str());
                 }
                 ast::CommandPrefixOrSuffixItem::ProcessSubstitution(..) => {
                     if !self.spec.allow_subshells {
@@ -475,9 +536,11 @@ impl Checker<'_> {
             return Err(format!("`{name}` is denied"));
         }
         let base = name.rsplit('/').next().unwrap_or(&name);
-        if RUNNERS.contains(&base) && !self.spec.allow_subshells {
+        let runs = RUNNERS.contains(&base) || EVALUATORS.contains(&base) || base == "readarray";
+        if runs && !self.spec.allow_subshells {
             return Err(format!(
-                "`{name}` runs other commands (shells, eval, exec, xargs, env …) and is not allowed"
+                "`{name}` runs other commands or evaluates its arguments as code (shells, eval, \
+                 exec, xargs, env, declare, read …) and is not allowed"
             ));
         }
         if !self.spec.allow.contains(&name) {
@@ -493,60 +556,87 @@ impl Checker<'_> {
             ));
         }
         if !self.spec.allow_subshells
-            && let Some((_, flags)) = EXEC_ARGS.iter().find(|(program, _)| *program == base)
-            && let Some(flag) = args.iter().flatten().find(|arg| {
-                flags
-                    .iter()
-                    .any(|flag| *arg == flag || arg.starts_with(&format!("{flag}=")))
-            })
+            && let Some((_, flags, letters, leading)) =
+                EXEC_ARGS.iter().find(|(program, ..)| *program == base)
         {
-            return Err(format!(
-                "`{name} {flag}` runs other commands and is not allowed"
-            ));
+            for text in &args {
+                let Some(arg) = literal(text, self.options) else {
+                    if !words::never_an_option(text, self.options) {
+                        return Err(format!(
+                            "the arguments of `{name}` must be plain words or start with a fixed \
+                             character other than `-` (`{text}` could expand to an option, and \
+                             some of its options run other commands)"
+                        ));
+                    }
+                    if *leading {
+                        break;
+                    }
+                    continue;
+                };
+                let long = flags
+                    .iter()
+                    .any(|flag| arg == *flag || arg.starts_with(&format!("{flag}=")));
+                // `-xI prog`, `-avze cmd`: a bundle of single-letter options.
+                let bundled = arg.len() > 1
+                    && arg.starts_with('-')
+                    && !arg.starts_with("--")
+                    && arg.chars().skip(1).any(|letter| letters.contains(&letter));
+                if long || bundled {
+                    return Err(format!(
+                        "`{name} {arg}` runs other commands and is not allowed"
+                    ));
+                }
+                if *leading && !arg.starts_with('-') {
+                    break;
+                }
+            }
         }
         Ok(())
     }
 
-    /// Refuses command substitution anywhere in a word (also inside double quotes).
+    /// Refuses what would run a command when the word is expanded (see `words`).
     fn word(&self, text: &str) -> Result<(), String> {
         if self.spec.allow_subshells {
             return Ok(());
         }
-        let pieces = word::parse(text, self.options)
-            .map_err(|error| format!("the word `{text}` does not parse: {error}"))?;
-        fn substitutes(pieces: &[word::WordPieceWithSource]) -> bool {
-            pieces.iter().any(|piece| match &piece.piece {
-                WordPiece::CommandSubstitution(_) | WordPiece::BackquotedCommandSubstitution(_) => {
-                    true
-                }
-                WordPiece::DoubleQuotedSequence(inner)
-                | WordPiece::GettextDoubleQuotedSequence(inner) => substitutes(inner),
-                WordPiece::ParameterExpansion(expression) => {
-                    // `${x:-$(cmd)}`: the default of an expansion may substitute too.
-                    format!("{expression:?}").contains("CommandSubstitution")
-                }
-                _ => false,
-            })
-        }
-        if substitutes(&pieces) {
-            return Err("command substitution (`$( … )`, backticks) is not allowed".into());
-        }
-        Ok(())
+        words::inspect(text, Quoting::Word, self.options)
     }
 
+    /// Every redirection is inspected: its file like `>`'s, what it feeds like a word.
     fn redirect(&self, redirect: &ast::IoRedirect) -> Result<(), String> {
         match redirect {
             ast::IoRedirect::File(_, _, target) => match target {
                 ast::IoFileRedirectTarget::Filename(word) => self.target(&word.value),
-                ast::IoFileRedirectTarget::ProcessSubstitution(..)
-                    if !self.spec.allow_subshells =>
-                {
-                    Err("process substitution `>( … )` is not allowed".into())
+                ast::IoFileRedirectTarget::Fd(_) => Ok(()),
+                // `>&2`, `2>&1`, `<&0`, `>&-`, `3>&1-`; anything else (`>&file`,
+                // `>&$(cmd)`) names a file once expanded, so it is checked as one.
+                ast::IoFileRedirectTarget::Duplicate(word) => {
+                    let fd = word.value.trim_end_matches('-');
+                    if fd.bytes().all(|byte| byte.is_ascii_digit())
+                        && word.value.len() <= fd.len() + 1
+                    {
+                        Ok(())
+                    } else {
+                        self.target(&word.value)
+                    }
                 }
-                _ => Ok(()),
+                ast::IoFileRedirectTarget::ProcessSubstitution(..) => {
+                    if self.spec.allow_subshells {
+                        Ok(())
+                    } else {
+                        Err("process substitution `>( … )` is not allowed".into())
+                    }
+                }
             },
             ast::IoRedirect::OutputAndError(word, _) => self.target(&word.value),
-            ast::IoRedirect::HereDocument(..) | ast::IoRedirect::HereString(..) => Ok(()),
+            ast::IoRedirect::HereString(_, word) => self.word(&word.value),
+            ast::IoRedirect::HereDocument(_, document) => {
+                // A quoted delimiter (`<<'EOF'`) leaves the body as it is.
+                if self.spec.allow_subshells || !document.requires_expansion {
+                    return Ok(());
+                }
+                words::inspect(&document.doc.value, Quoting::HereDocument, self.options)
+            }
         }
     }
 
@@ -591,31 +681,4 @@ impl Checker<'_> {
         }
         Ok(())
     }
-}
-
-/// The word's text when it is literal (quotes removed; no expansions, globs or tildes).
-fn literal(text: &str, options: &brush_parser::ParserOptions) -> Option<String> {
-    let pieces = word::parse(text, options).ok()?;
-    fn collect(pieces: &[word::WordPieceWithSource], out: &mut String, quoted: bool) -> Option<()> {
-        for piece in pieces {
-            match &piece.piece {
-                WordPiece::Text(text) => {
-                    if !quoted && text.contains(['*', '?', '[']) {
-                        return None;
-                    }
-                    out.push_str(text);
-                }
-                WordPiece::SingleQuotedText(text) | WordPiece::AnsiCQuotedText(text) => {
-                    out.push_str(text);
-                }
-                WordPiece::EscapeSequence(text) => out.push_str(text.trim_start_matches('\\')),
-                WordPiece::DoubleQuotedSequence(inner) => collect(inner, out, true)?,
-                _ => return None,
-            }
-        }
-        Some(())
-    }
-    let mut out = String::new();
-    collect(&pieces, &mut out, false)?;
-    Some(out)
 }

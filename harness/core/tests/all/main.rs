@@ -5,6 +5,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod bash_policy;
 mod batch;
 mod bounds;
 mod client;

@@ -192,6 +192,104 @@ async fn fs_writes_and_edits_under_its_root_only() {
     assert!(!dir.path().join("planted.txt").exists());
 }
 
+#[tokio::test]
+async fn fs_edit_refuses_a_result_over_the_limit_before_building_it() {
+    let (_dir, root) = project();
+    let tools = pack(json!({"pack": "fs", "root": root, "write": true}));
+    // 500 KB, 250,000 occurrences: replacing each by 2,000 bytes would be 500 MB, and
+    // was built in full before the size was looked at.
+    let original = "a\n".repeat(250_000);
+    std::fs::write(root.join("big.txt"), &original).unwrap();
+    let error = call(
+        &tools,
+        "fs_edit",
+        json!({"path": "big.txt", "old_string": "a", "new_string": "b".repeat(2_000),
+               "replace_all": true}),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        error.contains("over the 4194304-byte limit") && error.contains("was not changed"),
+        "{error}"
+    );
+    assert!(std::fs::read_to_string(root.join("big.txt")).unwrap() == original);
+    // Within the limit the same kind of edit goes through.
+    let edited = call(
+        &tools,
+        "fs_edit",
+        json!({"path": "big.txt", "old_string": "a", "new_string": "bc", "replace_all": true}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(edited["replacements"], 250_000);
+    assert_eq!(
+        std::fs::read_to_string(root.join("big.txt")).unwrap(),
+        "bc\n".repeat(250_000)
+    );
+}
+
+#[tokio::test]
+async fn fs_reads_only_a_bounded_window_of_huge_files() {
+    let (_dir, root) = project();
+    let tools = pack(json!({"pack": "fs", "root": root, "write": true}));
+    // Sparse: 4 GiB long, nothing stored. Reading it whole was the old behaviour.
+    let huge = std::fs::File::create(root.join("huge.bin")).unwrap();
+    huge.set_len(4 << 30).unwrap();
+    drop(huge);
+    let read = call(
+        &tools,
+        "fs_read_file",
+        json!({"path": "huge.bin", "offset": 1_000, "limit": 4_096}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(read["size"], 4u64 << 30);
+    assert_eq!(read["truncated"], true);
+    assert_eq!(read["content"].as_str().unwrap().len(), 4_096);
+    // fs_edit does not read a file it could not write back.
+    let error = call(
+        &tools,
+        "fs_edit",
+        json!({"path": "huge.bin", "old_string": "a", "new_string": "b"}),
+    )
+    .await
+    .unwrap_err();
+    assert!(error.contains("at most 4194304 bytes"), "{error}");
+    assert_eq!(
+        std::fs::metadata(root.join("huge.bin")).unwrap().len(),
+        4 << 30
+    );
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn fs_refuses_to_read_a_fifo_instead_of_hanging() {
+    let (_dir, root) = project();
+    let made = std::process::Command::new("mkfifo")
+        .arg(root.join("pipe"))
+        .status();
+    if !made.is_ok_and(|status| status.success()) {
+        eprintln!("skipped: mkfifo is not available");
+        return;
+    }
+    let tools = pack(json!({"pack": "fs", "root": root, "write": true}));
+    for (tool, input) in [
+        ("fs_read_file", json!({"path": "pipe"})),
+        (
+            "fs_edit",
+            json!({"path": "pipe", "old_string": "a", "new_string": "b"}),
+        ),
+    ] {
+        let error = call(&tools, tool, input).await.unwrap_err();
+        assert!(error.contains("not a regular file"), "{tool}: {error}");
+    }
+    // Searching skips it rather than blocking on it.
+    let found = call(&tools, "fs_search", json!({"pattern": "hello"}))
+        .await
+        .unwrap();
+    assert_eq!(found["matches"][0]["path"], "README.md");
+}
+
 fn bash_spec(root: &Path, extra: Value) -> Value {
     let mut spec = json!({"pack": "bash", "root": root, "allow": ["ls", "cat", "echo", "grep", "wc", "find", "git", "curl", "touch"]});
     if let (Value::Object(spec), Value::Object(extra)) = (&mut spec, extra) {
