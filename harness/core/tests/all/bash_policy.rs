@@ -245,6 +245,8 @@ fn bash_refuses_empty_here_document_delimiters_that_hang_the_tokenizer() {
         "cat <<EOF&\\home is0$HOMO,:$k$(-defau-default} $((1 +lt} ((1 + ;)lt} $((1 +)\n$(touch x)\nEOF\n",
         "cat <<'EOF' $(echo\nEOF\ntouch x\n)\nEOF\n",
         "cat <<EOF `\nEOF\n`",
+        "cq $( $(<e $(<<EOF is $))\n\nEOF\n",
+        "ls \"$(cat <<EOF)\"\nx\nEOF\n",
     ] {
         let error = check_command(&spec, &root, command).expect_err(command);
         assert!(
@@ -417,8 +419,8 @@ fn bash_checks_the_deepest_accepted_nesting_with_room_to_spare() {
         format!("{} ls", "(".repeat(12)),
         format!("{} ls", "case x in a) ".repeat(12)),
         nested("ls <<EOF\n", "${x:-", "x", "}", 64) + "\nEOF\n",
-        // Exponential in the word parser past a few levels; three are fine.
-        nested("ls ", "${a[", "0", "]}", 3),
+        // Exponential in the word parser past a few levels; two are fine.
+        nested("ls ", "${a[", "0", "]}", 2),
     ];
     // With everything allowed the checker walks groups and subshells; with nothing allowed
     // it walks every expansion. On half of a tokio worker's stack, in a debug build (the
@@ -449,7 +451,7 @@ fn bash_checks_the_deepest_accepted_nesting_with_room_to_spare() {
     }
     // One more subscripted level is refused before the word parser sees it.
     let spec = spec(&root, json!({}));
-    let error = check_command(&spec, &root, &nested("ls ", "${a[", "0", "]}", 4)).unwrap_err();
+    let error = check_command(&spec, &root, &nested("ls ", "${a[", "0", "]}", 3)).unwrap_err();
     assert!(error.contains("subscripted"), "{error}");
 }
 

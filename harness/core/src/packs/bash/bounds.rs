@@ -7,7 +7,7 @@
 //! expansions and on `( … )` and `[ … ]` inside them (subshells, arithmetic, subscripts).
 //! Unoptimized, each level costs up to 16 KiB of stack, so 128 levels overflow a 2 MiB tokio
 //! worker (every profile of this workspace optimizes dependencies, which costs far less). The word parser also takes time exponential in the nesting of subscripted
-//! expansions (`${a[${a[…]}]}`: five levels take seconds), and the grammar in the number of
+//! expansions (`${a[${a[…]}]}`: three levels, with a subscript inside, took seconds), and the grammar in the number of
 //! unclosed `(` and `case` (it backtracks). Backticks, `!` before a pipeline, long pipelines
 //! and lists do not recurse (measured). Some inputs make brush-parser loop forever or panic
 //! (an empty here-document delimiter, a file descriptor past `i32`, `~+N` past `usize`):
@@ -34,7 +34,7 @@ pub(super) const MAX_NESTING: usize = 12;
 const MAX_WORD_BRACKETS: usize = 12;
 const MAX_WORD_SUBSTITUTIONS: usize = 4;
 /// The most subscripted expansions `${name[…]}` (exponential time in the word parser).
-const MAX_SUBSCRIPTED: usize = 3;
+const MAX_SUBSCRIPTED: usize = 2;
 
 /// Before tokenizing: the length, and expansions counted anywhere, quoted or not (a
 /// here-document's body and a single-quoted script included).
@@ -70,21 +70,25 @@ pub(super) fn check_text(command: &str) -> Result<(), String> {
         if at < scanned_to {
             continue;
         }
-        // The body starts on the next line; an expansion still open there makes brush-parser
-        // panic (`cat <<EOF $(( )`) or move the body into it.
+        // The body starts on the next line; an expansion opened or closed after the `<<` on
+        // its line makes brush-parser panic (`cat <<EOF $(( )`, `$(<<EOF x)`) or move the
+        // body into it.
         let line = bytes[at..]
             .split(|byte| *byte == b'\n')
             .next()
             .unwrap_or_default();
         scanned_to = at + line.len();
-        let expands = line.contains(&b'`')
+        let expands = line
+            .iter()
+            .any(|byte| matches!(byte, b'`' | b')' | b'}' | b']'))
             || line
                 .windows(2)
                 .any(|pair| pair[0] == b'$' && matches!(pair[1], b'(' | b'{' | b'['));
         if expands {
             return Err(format!(
-                "the line of the here-document at byte {at} has `$( … )`, `${{ … }}`, `$[ … ]` \
-                 or a backtick after `<<`: move them to another command"
+                "the line of the here-document at byte {at} has `$(`, `${{`, `$[`, a backtick \
+                 or a closing `)`, `}}` or `]` after `<<`: end the line after the delimiter \
+                 and close what is open after the body"
             ));
         }
     }
