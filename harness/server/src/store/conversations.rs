@@ -1,6 +1,6 @@
 //! Gateway conversations: one row per conversation and its entries in order (client
 //! requests, model turns, tool calls and results with their ids, approvals, responses),
-//! each with its time. Tool calls are indexed by id for lookups; which conversation a
+//! each with its time and the call id it is about. Which conversation a
 //! client's next request joins is the gateway's decision (`cordon-gateway`'s
 //! `continuation`), never a call id found here.
 
@@ -28,8 +28,6 @@ CREATE TABLE IF NOT EXISTS conversation_entries (
     at_ms           INTEGER NOT NULL,
     PRIMARY KEY (conversation_id, seq)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS conversation_entries_by_call ON conversation_entries (call_id)
-    WHERE call_id IS NOT NULL;
 CREATE TABLE IF NOT EXISTS responses (
     id          TEXT PRIMARY KEY,
     parent      TEXT,
@@ -206,18 +204,6 @@ impl Store {
             .is_some())
     }
 
-    /// The conversation in which tool call `call_id` was made.
-    pub fn conversation_of_call(&self, call_id: &str) -> Result<Option<String>> {
-        Ok(lock(&self.conn)
-            .query_row(
-                "SELECT conversation_id FROM conversation_entries \
-                 WHERE call_id = ?1 AND kind = 'tool_call' LIMIT 1",
-                params![call_id],
-                |row| row.get(0),
-            )
-            .optional()?)
-    }
-
     /// Keeps a Responses-API response's items for `previous_response_id`.
     pub fn keep_response(&self, id: &str, parent: Option<&str>, items: &Value) -> Result<()> {
         lock(&self.conn).execute(
@@ -332,7 +318,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn entries_append_in_order_and_calls_find_their_conversation() {
+    fn entries_append_in_order_and_conversations_list_newest_first() {
         let store = Store::in_memory().unwrap();
         store
             .begin_conversation("conv_1", "anthropic=http://x")
@@ -357,11 +343,6 @@ mod tests {
         assert_eq!(row.entries.len(), 2);
         assert_eq!(row.entries[1].seq, 2);
         assert_eq!(row.entries[1].call_id.as_deref(), Some("toolu_1"));
-        assert_eq!(
-            store.conversation_of_call("toolu_1").unwrap().as_deref(),
-            Some("conv_1")
-        );
-        assert_eq!(store.conversation_of_call("toolu_2").unwrap(), None);
         assert!(store.conversation("conv_2").unwrap().is_none());
         let listed = store.list_conversations(10, None).unwrap();
         assert_eq!(listed.len(), 1);
