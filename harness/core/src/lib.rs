@@ -38,8 +38,10 @@
 //! ```
 
 pub mod broker;
+pub mod clock;
 pub mod dispatch;
 mod handlers;
+pub mod ids;
 pub mod packs;
 pub mod provider;
 pub mod registry;

@@ -19,7 +19,9 @@ use std::hash::{BuildHasher, Hash, Hasher};
 use cordon_protocol::conversation::{ContentBlock, Message, Role};
 
 use crate::kept::Kept;
-use crate::{Credential, Inner, MessagesCall, fresh_id};
+use cordon_core::ids::fresh_id;
+
+use crate::{Credential, Inner, MessagesCall};
 
 /// Turns remembered at most (the oldest half forgotten past it: their continuations start
 /// new records).

@@ -355,15 +355,3 @@ impl MessagesReply {
         }
     }
 }
-
-/// A fresh id: `prefix_` and 32 hex digits (128 bits), unguessable.
-pub(crate) fn fresh_id(prefix: &str) -> String {
-    use std::hash::BuildHasher;
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
-    // std's RandomState is randomly keyed per instance: two keyed hashes give 128 bits.
-    let a = std::hash::RandomState::new().hash_one((count, std::process::id()));
-    let b = std::hash::RandomState::new().hash_one((count, a));
-    format!("{prefix}_{a:016x}{b:016x}")
-}

@@ -1,9 +1,11 @@
 //! Code-execution containers: a sandbox session per container (REPL state), and the
 //! execution suspended on client tools between two client requests.
 
+use cordon_core::clock::now_ms;
+use cordon_protocol::time::rfc3339;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use cordon_core::Dispatcher;
 use cordon_protocol::execution::{
@@ -256,7 +258,7 @@ impl Containers {
             Dispatcher::new(Arc::new(cordon_core::ToolRegistry::empty())),
         )
         .limits(limits);
-        let id = crate::fresh_id("container");
+        let id = cordon_core::ids::fresh_id("container");
         let container = Arc::new(Container {
             id: id.clone(),
             session: sandbox.session(spec),
@@ -314,13 +316,6 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
-pub(crate) fn now_ms() -> u64 {
-    let since = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or(Duration::ZERO);
-    ms(since)
 }
 
 /// Cuts `text` to `max` bytes on a character boundary, saying so.
@@ -402,28 +397,4 @@ pub(crate) fn client_result(result: &ExecutionResult) -> Value {
         "return_code": if result.error.is_some() { 1 } else { 0 },
         "content": [],
     })
-}
-
-/// Unix milliseconds as RFC 3339 UTC.
-pub(crate) fn rfc3339(unix_ms: u64) -> String {
-    let secs = unix_ms / 1000;
-    let millis = unix_ms % 1000;
-    let days = i64::try_from(secs / 86_400).unwrap_or(0);
-    let rem = secs % 86_400;
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
 }

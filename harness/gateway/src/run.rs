@@ -28,10 +28,12 @@ use crate::continuation::conversation_of;
 use crate::kept::Kept;
 use crate::ptc::{self, Container, Outcome, ProgramCall};
 use crate::record::{Entry, request_record};
-use crate::{ComputerOutcome, Inner, MessagesCall, MessagesReply, fresh_id};
+use cordon_core::ids::fresh_id;
+
+use crate::{ComputerOutcome, Inner, MessagesCall, MessagesReply};
 
 /// The name the code tool has for the model.
-const CODE_TOOL: &str = "code_execution";
+use cordon_protocol::conversation::CODE_TOOL;
 /// Marks a placeholder tool result standing for a `cordon_approval` block.
 const APPROVAL_MARK: &str = "cordon_approval";
 

@@ -32,10 +32,12 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use crate::call_ids::check_turn;
 use crate::run::{call_operator, error_result, operator_function};
-use crate::{Credential, Gateway, Inner, fresh_id, ptc};
+use cordon_core::ids::fresh_id;
+
+use crate::{Credential, Gateway, Inner, ptc};
 
 /// The code tool's name for the model in sessions.
-const CODE_TOOL: &str = "code_execution";
+use cordon_protocol::conversation::CODE_TOOL;
 /// Output tokens per model turn when the session does not say.
 pub const DEFAULT_SESSION_MAX_TOKENS: u64 = 4096;
 /// Client tools one session may declare.

@@ -4,6 +4,7 @@
 //! - [`execution`]: limits, execution events, results and client-tool round trips.
 //! - [`conversation`]: one canonical model conversation and pure converters to and from
 //!   Anthropic Messages, OpenAI Chat Completions and OpenAI Responses.
+//! - [`time`]: timestamps as the APIs print them (RFC 3339 UTC).
 //!
 //! This crate does no I/O and depends on nothing of Cordon's, so anything can speak the
 //! protocol.
@@ -21,4 +22,5 @@
 pub mod computer;
 pub mod conversation;
 pub mod execution;
+pub mod time;
 pub mod tool;

@@ -15,6 +15,7 @@
 //! but root can set back, so while the stamp matches the file is loaded without
 //! rehashing it.
 
+use cordon_core::ids::constant_time_eq;
 use std::fs::{DirBuilder, File, OpenOptions};
 use std::hash::{Hash, Hasher};
 use std::io::{Read, Write};
@@ -420,10 +421,6 @@ pub(crate) fn verify(path: &Path, key: &[u8; KEY_LEN]) -> Verified {
     } else {
         Verified::Failed("its content does not match its tag".into())
     }
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// HMAC-SHA256 (RFC 2104) over a stream; the key is shorter than SHA-256's block.

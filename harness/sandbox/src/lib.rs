@@ -47,6 +47,7 @@ mod pages;
 mod wasi_fs;
 mod workspace;
 
+use cordon_core::ids::fresh_id;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -599,16 +600,6 @@ pub(crate) struct Job {
     pub(crate) control: ExecutionControl,
     pub(crate) approver: Arc<dyn Approver>,
     pub(crate) done: oneshot::Sender<ExecutionResult>,
-}
-
-fn fresh_id(prefix: &str) -> String {
-    use std::sync::atomic::AtomicU64;
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
-    // std's RandomState is randomly keyed per process: ids are unguessable and unique.
-    let keyed = std::hash::RandomState::new();
-    let high = std::hash::BuildHasher::hash_one(&keyed, (count, std::process::id()));
-    format!("{prefix}_{high:016x}")
 }
 
 impl Execution {

@@ -30,8 +30,8 @@ use crate::api::{
     ComputerApproval, ComputerStep, CreateComputer, ScreenshotBody, ScreenshotRef, SizeBody,
     StepStatus, TrajectoryStep,
 };
-use crate::hub::fresh_id;
-use crate::store::now_ms;
+use cordon_core::clock::now_ms;
+use cordon_core::ids::fresh_id;
 
 /// Idle time after which a computer session is closed, unless its creator says otherwise.
 pub const DEFAULT_COMPUTER_TTL: Duration = Duration::from_secs(900);
@@ -525,7 +525,7 @@ impl LiveComputer {
             .map(|image| format!("step-{:04}.{}", report.step, image.format.extension()));
         let record = self.recording.then(|| TrajectoryStep {
             step: report.step,
-            at: crate::http::rfc3339(now_ms()),
+            at: cordon_protocol::time::rfc3339(now_ms()),
             status: step.status,
             call_id: report.call_id.clone(),
             error: report.error.clone(),

@@ -25,9 +25,11 @@ use crate::computer::{
     reap_orphaned_chromium,
 };
 use crate::error::ApiError;
-use crate::http::rfc3339;
-use crate::hub::{fresh_id, spawn_periodic};
-use crate::store::{ComputerRow, ComputerStepRow, Store, StoreError, now_ms};
+use crate::hub::spawn_periodic;
+use crate::store::{ComputerRow, ComputerStepRow, Store, StoreError};
+use cordon_core::clock::now_ms;
+use cordon_core::ids::fresh_id;
+use cordon_protocol::time::rfc3339;
 
 /// How often idle sessions are looked for.
 const REAP_EVERY: Duration = Duration::from_secs(5);

@@ -2,6 +2,8 @@
 //! streams, computer sessions and the OpenAPI document. The contract is
 //! `docs/http-api.md`.
 
+use cordon_core::ids::constant_time_eq;
+use cordon_protocol::time::rfc3339;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::convert::Infallible;
 use std::future::Future;
@@ -355,7 +357,7 @@ fn spawn_retention(computers: &Arc<ComputerHub>, retain: Duration) {
     let every = (retain / 4).clamp(Duration::from_secs(1), Duration::from_secs(3600));
     let retain_ms = u64::try_from(retain.as_millis()).unwrap_or(u64::MAX);
     spawn_periodic(computers, every, move |hub| async move {
-        let cutoff = crate::store::now_ms().saturating_sub(retain_ms);
+        let cutoff = cordon_core::clock::now_ms().saturating_sub(retain_ms);
         if let Err(error) = hub.purge(cutoff) {
             eprintln!("cordon serve: deleting old histories failed: {error}");
         }
@@ -463,15 +465,6 @@ async fn authenticate(State(app): State<AppState>, request: Request, next: Next)
     }
 }
 
-/// Compares without stopping at the first difference, so response timing does not reveal
-/// how much of a guessed token was right.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 async fn route_not_found(method: Method, uri: Uri) -> ApiError {
     ApiError::new(
         StatusCode::NOT_FOUND,
@@ -563,63 +556,6 @@ fn body_rejection(rejection: BytesRejection) -> ApiError {
     } else {
         ApiError::bad_request("invalid_body", rejection.body_text())
     }
-}
-
-/// Formats Unix milliseconds as RFC 3339 UTC (`2026-11-22T03:40:00.000Z`).
-pub(crate) fn rfc3339(unix_ms: u64) -> String {
-    let secs = unix_ms / 1000;
-    let millis = unix_ms % 1000;
-    let days = i64::try_from(secs / 86_400).unwrap_or(0);
-    let rem = secs % 86_400;
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-/// Reads back what [`rfc3339`] writes (`YYYY-MM-DDTHH:MM:SS[.mmm]Z`), as Unix milliseconds.
-pub(crate) fn parse_rfc3339(text: &str) -> Option<u64> {
-    let (date, time) = text.strip_suffix('Z')?.split_once('T')?;
-    let mut date = date.splitn(3, '-').map(|part| part.parse::<i64>().ok());
-    let (year, month, day) = (date.next()??, date.next()??, date.next()??);
-    let (clock, millis) = match time.split_once('.') {
-        Some((clock, fraction)) if fraction.len() == 3 => (clock, fraction.parse::<i64>().ok()?),
-        Some(_) => return None,
-        None => (time, 0),
-    };
-    let mut clock = clock.splitn(3, ':').map(|part| part.parse::<i64>().ok());
-    let (hour, minute, second) = (clock.next()??, clock.next()??, clock.next()??);
-    if !(1..=12).contains(&month)
-        || !(1..=31).contains(&day)
-        || hour > 23
-        || minute > 59
-        || second > 59
-        || year < 1970
-    {
-        return None;
-    }
-    // Days since 1970-01-01 from the civil date (the inverse of the algorithm above).
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    let ms = ((days * 86_400 + hour * 3600 + minute * 60 + second) * 1000).checked_add(millis)?;
-    u64::try_from(ms).ok()
 }
 
 /// Creates a sandbox.
@@ -1345,33 +1281,6 @@ async fn computer_screenshot(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn rfc3339_formats_known_instants() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(rfc3339(1_795_318_841_123), "2026-11-22T03:40:41.123Z");
-        assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00.000Z");
-    }
-
-    #[test]
-    fn rfc3339_reads_back_what_it_writes() {
-        for ms in [0, 1_795_318_841_123, 951_782_400_000, 4_102_444_799_999] {
-            assert_eq!(parse_rfc3339(&rfc3339(ms)), Some(ms));
-        }
-        assert_eq!(
-            parse_rfc3339("2026-11-22T03:40:41Z"),
-            Some(1_795_318_841_000)
-        );
-        for bad in [
-            "",
-            "2026-11-22",
-            "2026-13-01T00:00:00Z",
-            "2026-11-22T03:40:41.1Z",
-            "x",
-        ] {
-            assert_eq!(parse_rfc3339(bad), None, "{bad}");
-        }
-    }
 
     /// Every path a router in this module or its children declares is in the OpenAPI
     /// document: the routes are read from the sources, so a new route cannot be forgotten.

@@ -20,8 +20,10 @@ use tokio::sync::watch;
 
 use crate::connect::Connection;
 use crate::error::ApiError;
-use crate::store::{SandboxRow, Store, now_ms};
+use crate::store::{SandboxRow, Store};
 use budget::{Budget, BudgetError, Capacity, Reservation};
+use cordon_core::clock::now_ms;
+use cordon_core::ids::fresh_id;
 
 /// Idle time after which a sandbox expires, unless its creator says otherwise.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(3600);
@@ -79,15 +81,6 @@ pub(crate) struct Hub {
     /// Caps live sandboxes and the sum of their `workspace_bytes` (`--max-sandboxes`,
     /// `--max-workspace-bytes-total`).
     budget: Arc<Budget>,
-}
-
-/// `prefix_` + 16 hex digits; unguessable (std's randomly keyed SipHash over a counter).
-pub(crate) fn fresh_id(prefix: &str) -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let keyed = std::hash::RandomState::new();
-    let hash = std::hash::BuildHasher::hash_one(&keyed, (count, std::process::id()));
-    format!("{prefix}_{hash:016x}")
 }
 
 /// Calls `tick` now and then every `every` after it finished, for as long as `owner` lives:

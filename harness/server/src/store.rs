@@ -22,10 +22,11 @@
 //! `rusqlite` compiles SQLite from C; in core it would be built into every crate that only
 //! wants the tool layer (the sandbox, computer use, the guest tests).
 
+use cordon_core::clock::now_ms;
 use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use cordon_protocol::execution::{
     ErrorInfo, ExecutionEvent, ExecutionResult, ExecutionStatus, Language, Limits, Stream,
@@ -330,14 +331,6 @@ pub fn default_db_path() -> Option<std::path::PathBuf> {
                 .map(|home| std::path::PathBuf::from(home).join(".local/share"))
         })?;
     Some(data.join("cordon").join("cordon.db"))
-}
-
-/// Now, in Unix milliseconds.
-pub fn now_ms() -> u64 {
-    let since = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or(Duration::ZERO);
-    u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
 }
 
 fn to_i64(value: u64) -> i64 {

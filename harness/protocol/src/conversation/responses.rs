@@ -12,16 +12,14 @@ use super::anthropic::extend;
 use super::chat::{self, arguments_string, parse_arguments};
 use super::json::{obj, take_bool, take_f64, take_str, take_u64, to_object};
 use super::{
-    ContentBlock, ConversionError, Extra, FunctionTool, ImageSource, Message, Request, Role,
-    StopReason, System, ToolCall, ToolCaller, ToolChoice, ToolDefinition, ToolResult,
+    CODE_TOOL, ContentBlock, ConversionError, Extra, FunctionTool, ImageSource, Message, Request,
+    Role, StopReason, System, ToolCall, ToolCaller, ToolChoice, ToolDefinition, ToolResult,
     ToolResultContent, Turn, Usage, Vendor,
 };
 
 type Result<T, E = ConversionError> = std::result::Result<T, E>;
 
 const ITEM: &str = "item";
-/// The name Cordon's code tool has in the canonical conversation.
-const CODE_TOOL: &str = "code_execution";
 
 /// Decode a `/responses` request body.
 pub fn decode_request(body: &Value) -> Result<Request> {

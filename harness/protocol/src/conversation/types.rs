@@ -309,3 +309,7 @@ impl Turn {
         })
     }
 }
+
+/// The name Cordon's code tool has in the canonical conversation (a server tool the gateway
+/// runs in its sandbox; the Responses API calls it `code_interpreter`).
+pub const CODE_TOOL: &str = "code_execution";

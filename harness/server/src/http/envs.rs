@@ -39,7 +39,7 @@ use serde_json::{Value, json};
 use super::ApiJson;
 use crate::api::ErrorBody;
 use crate::error::ApiError;
-use crate::hub::fresh_id;
+use cordon_core::ids::fresh_id;
 
 /// Environments open at once.
 pub const MAX_ENVS: usize = 16;

@@ -10,7 +10,9 @@ use axum::response::Response;
 use axum::routing::get;
 use cordon_sandbox::{Workspace, WorkspaceError};
 
-use super::{AppState, body_rejection, created, rfc3339};
+use cordon_protocol::time::rfc3339;
+
+use super::{AppState, body_rejection, created};
 use crate::api::{ErrorBody, FileInfo, FileList};
 use crate::error::ApiError;
 

@@ -24,7 +24,9 @@ use cordon_sandbox::Sandbox;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
-use super::{AppState, rfc3339};
+use cordon_protocol::time::rfc3339;
+
+use super::AppState;
 use crate::api::{ComputerActions, ComputerStep, CreateComputer, ErrorBody, StepStatus};
 use crate::computers::ComputerHub;
 use crate::error::ApiError;
@@ -111,7 +113,7 @@ pub(crate) fn spawn_retention(mount: &Arc<Mount>, retain: Duration) {
     let every = (retain / 4).clamp(Duration::from_secs(1), Duration::from_secs(3600));
     let retain_ms = u64::try_from(retain.as_millis()).unwrap_or(u64::MAX);
     crate::hub::spawn_periodic(mount, every, move |mount| async move {
-        let now = crate::store::now_ms();
+        let now = cordon_core::clock::now_ms();
         if let Err(error) = mount
             .store
             .purge_conversations(now.saturating_sub(retain_ms))
@@ -511,7 +513,7 @@ fn parse_instant_ms(text: &str) -> Option<u64> {
     if let Ok(ms) = text.parse::<u64>() {
         return Some(ms);
     }
-    super::parse_rfc3339(text)
+    cordon_protocol::time::parse_rfc3339(text)
 }
 
 /// One conversation with its entries in order.

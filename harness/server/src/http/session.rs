@@ -123,7 +123,7 @@ fn load(mount: &Mount, id: &str) -> Result<SessionState, ApiError> {
         return Err(ApiError::not_found("session", id));
     };
     let ttl_ms = u64::try_from(mount.sessions.ttl.as_millis()).unwrap_or(u64::MAX);
-    if crate::store::now_ms().saturating_sub(updated_ms) > ttl_ms {
+    if cordon_core::clock::now_ms().saturating_sub(updated_ms) > ttl_ms {
         let _ = mount.store.delete_session(id);
         return Err(ApiError::gone(
             "session_expired",

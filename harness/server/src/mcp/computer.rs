@@ -26,7 +26,8 @@ use crate::api::{ComputerStep, CreateComputer, StepStatus};
 use crate::computer::{
     ComputerError, ComputerPool, Setup, SharedComputer, Stepped, decode_actions,
 };
-use crate::hub::{fresh_id, spawn_periodic};
+use crate::hub::spawn_periodic;
+use cordon_core::ids::fresh_id;
 
 /// Sessions one MCP connection may hold open.
 pub const MAX_COMPUTERS_PER_CONNECTION: usize = 8;

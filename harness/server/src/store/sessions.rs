@@ -3,7 +3,9 @@
 
 use rusqlite::{OptionalExtension, params};
 
-use super::{Result, Store, lock, now_ms, to_i64, to_u64};
+use cordon_core::clock::now_ms;
+
+use super::{Result, Store, lock, to_i64, to_u64};
 
 pub(super) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS sessions (
