@@ -103,47 +103,10 @@ def drop_test_blocks(code: str) -> str:
     return "".join(result)
 
 
-def expand_use_tree(tree: str) -> list[tuple[list[str], str | None]]:
-    """`a::{b, c::{d as e, *}}` -> [(['a','b'], None), (['a','c','d'], 'e'), (['a','c','*'], None)]."""
-    tree = re.sub(r"\s+", "", tree)
-
-    def split_top(s: str) -> list[str]:
-        parts, depth, start = [], 0, 0
-        for idx, ch in enumerate(s):
-            if ch == "{":
-                depth += 1
-            elif ch == "}":
-                depth -= 1
-            elif ch == "," and depth == 0:
-                parts.append(s[start:idx])
-                start = idx + 1
-        parts.append(s[start:])
-        return [p for p in parts if p]
-
-    def walk(prefix: list[str], s: str) -> list[tuple[list[str], str | None]]:
-        brace = s.find("{")
-        if brace >= 0 and s.endswith("}"):
-            head = [p for p in s[:brace].split("::") if p]
-            found = []
-            for part in split_top(s[brace + 1 : -1]):
-                found += walk(prefix + head, part)
-            return found
-        alias = None
-        if "as" in s and re.search(r"[^:]as[A-Za-z_]", s):
-            # whitespace is gone: `dasE` cannot be split back; use the original form below
-            pass
-        m = re.fullmatch(r"(.*?)(?:\bas\b(.*))?", s)
-        path = [p for p in s.split("::") if p]
-        return [(prefix + path, alias)]
-
-    return walk([], tree)
-
-
 class Crate:
     def __init__(self, src: Path):
         self.src = src
         self.modules: dict[tuple[str, ...], Path] = {}
-        self.inline: dict[Path, set[str]] = {}
         for path in sorted(src.rglob("*.rs")):
             rel = path.relative_to(src).with_suffix("")
             parts = list(rel.parts)
@@ -159,31 +122,6 @@ class Crate:
             for path in self.modules.values()
         }
         self.exports = {m: self._re_exports(m) for m in self.modules}
-
-    def module_of(self, path: Path) -> tuple[str, ...]:
-        for module, file in self.modules.items():
-            if file == path:
-                return module
-        raise KeyError(path)
-
-    def _uses(self, module: tuple[str, ...]):
-        """(is_pub, [segments], alias) for every `use` of the file."""
-        code = self.code[self.modules[module]]
-        for m in re.finditer(r"(\bpub(?:\([^)]*\))?\s+)?\buse\s+([^;]+);", code):
-            tree = m.group(2)
-            for segments, _ in expand_use_tree(tree):
-                alias = None
-                if segments and " as " in " " + segments[-1]:
-                    pass
-                last = segments[-1] if segments else ""
-                am = re.fullmatch(r"(\w+)as(\w+)", last)
-                if am and not self._is_name(module, segments):
-                    segments = segments[:-1] + [am.group(1)]
-                    alias = am.group(2)
-                yield bool(m.group(1)), segments, alias
-
-    def _is_name(self, module, segments) -> bool:
-        return False
 
     def _re_exports(self, module):
         exports: dict[str, list[str]] = {}
@@ -277,8 +215,6 @@ class Crate:
                     path = list(module) + [m.group(1)] + m.group(2).split("::")[1:]
                     targets.add(self.resolve(path))
             targets.discard(module)
-            # a file's own submodules and ancestors are not imports of note when they only
-            # declare (`mod x;`); a use of them is.
             yield module, targets
 
 

@@ -20,20 +20,12 @@
 //! ```
 
 pub mod abi;
+mod guest;
 
 #[cfg(target_family = "wasm")]
-mod guest;
+mod bridge;
 #[cfg(target_family = "wasm")]
-pub use guest::*;
+pub use bridge::*;
 
 pub use abi::{Outcome, ToolErrorKind, ToolFailure};
-
-/// What a guest image implements; [`export_guest!`] turns it into the ABI's exports.
-pub trait Guest {
-    /// Runs once while the image is being snapshotted: start the interpreter, import
-    /// what executions will need. Everything it leaves in memory is frozen into the image.
-    fn initialize();
-    /// Runs one piece of source code, with the declared `tools` exposed to it, and says
-    /// how it ended.
-    fn execute(code: &str, tools: &[&str]) -> Outcome;
-}
+pub use guest::Guest;

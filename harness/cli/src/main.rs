@@ -1,22 +1,19 @@
 //! `cordon`: the command-line face of Cordon.
 
-mod approve;
-mod ask;
-mod bench;
-mod bench_policies;
-mod computer;
-mod computer_gate;
-mod demo;
-mod files;
-mod mcp;
-mod prepare;
-mod run;
-mod serve;
-mod tools;
+mod approvals;
+mod cmd;
+mod computer_session;
+mod execution;
+mod exit;
+mod flags;
+mod setup;
+mod terminal;
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+use cmd::{bench, computer, demo, mcp, prepare, replay, run, serve, tools};
 
 /// Cordon runs model-written code in a WebAssembly sandbox with fixed limits, where the
 /// only way out is a bridge to the tools you declare.
@@ -37,7 +34,7 @@ enum Command {
     /// actions (computer use).
     Computer(computer::ComputerArgs),
     /// Re-execute a recorded computer-use trajectory and report where it diverges.
-    Replay(computer::ReplayArgs),
+    Replay(replay::ReplayArgs),
     /// Serve the HTTP + SSE API (sandboxes, executions, tool results, approvals, computers)
     /// and, with --upstream, the model gateway (Anthropic Messages, OpenAI Chat Completions
     /// and Responses in front of any model).
@@ -71,7 +68,7 @@ fn main() -> ExitCode {
             Command::Run(args) => run::run(args).await,
             Command::Demo(args) => demo::run(args).await,
             Command::Computer(args) => computer::run(args).await,
-            Command::Replay(args) => computer::replay(args).await,
+            Command::Replay(args) => replay::run(args).await,
             Command::Serve(args) => serve::run(args).await,
             Command::Mcp(args) => mcp::run(args).await,
             Command::Tools(args) => tools::run(args),
@@ -82,26 +79,8 @@ fn main() -> ExitCode {
     match outcome {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("cordon: {}", describe(&error));
-            ExitCode::from(run::EXIT_BAD_INPUT)
+            eprintln!("cordon: {}", terminal::describe(&error));
+            ExitCode::from(exit::EXIT_BAD_INPUT)
         }
     }
-}
-
-/// `error` and its causes joined with `: `, leaving out a cause whose text is already shown:
-/// an error that prints its source and also returns it (`cannot read script X: No such
-/// file…`) would otherwise say the same thing twice.
-fn describe(error: &anyhow::Error) -> String {
-    let mut text = String::new();
-    for cause in error.chain() {
-        let cause = cause.to_string();
-        if text.contains(&cause) {
-            continue;
-        }
-        if !text.is_empty() {
-            text.push_str(": ");
-        }
-        text.push_str(&cause);
-    }
-    text
 }

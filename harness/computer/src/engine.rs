@@ -3,206 +3,24 @@
 //! [`Computer`] is generic over a [`Backend`] that runs screen-space [`Op`]s, so the gate,
 //! approval and scaling logic is the same for Chromium and for a desktop backend.
 
-use crate::display::{CapturePlan, CssPoint, Scaler};
+use crate::display::{CssPoint, Scaler};
 use crate::error::{ActionError, Error, Result};
 use crate::gate::{Decision, ElementInfo, GateContext, Navigation, Rules, Verdict};
-use crate::image::{EncodedImage, ImageFormat};
-use crate::ops::{Capture, Lowerer, Op};
-use crate::origin::{OriginPolicy, origin_of};
+use crate::image::ImageFormat;
+use crate::lowering::{Capture, Lowerer};
+use crate::op::Op;
+use crate::origin::origin_of;
 use crate::trajectory::TrajectoryWriter;
-use cordon_protocol::computer::{Action, ComputerCall, ComputerOutput, SafetyCheck, Screenshot};
-use serde::{Deserialize, Serialize};
+use cordon_protocol::computer::{Action, ComputerCall};
 use std::time::Instant;
+
+// The backend trait and the step types lived in this module before they got their own;
+// their `engine::` paths keep working.
+pub use crate::backend::Backend;
+pub use crate::step::{PendingApproval, SettleEnd, Status, StepReport, Timings};
 
 /// Most actions one call may batch (OpenAI `actions[]`); more is a model-visible error.
 pub const MAX_ACTIONS_PER_CALL: usize = 100;
-
-/// What executes screen-space operations: a browser page, an X display.
-#[allow(
-    async_fn_in_trait,
-    reason = "used generically inside this workspace; no dyn or Send bound is needed"
-)]
-pub trait Backend {
-    /// Short name for messages (`browser`, `desktop`).
-    fn name(&self) -> &'static str;
-    /// The mapping between the model display and this screen.
-    fn scaler(&self) -> Scaler;
-    /// What the session may reach (checked before explicit navigations, so the model gets
-    /// a clear refusal instead of an error page).
-    fn policy(&self) -> &OriginPolicy;
-    /// The element under a point (for the gates).
-    async fn element_at(&mut self, at: CssPoint) -> Result<Option<ElementInfo>>;
-    /// The element that has keyboard focus.
-    async fn focused_element(&mut self) -> Result<Option<ElementInfo>>;
-    async fn current_url(&mut self) -> Result<String>;
-    async fn run(&mut self, op: &Op) -> Result<()>;
-    /// Waits until the screen stops changing on its own, up to a cap. Returns false if the
-    /// cap was hit.
-    async fn settle(&mut self) -> Result<bool>;
-    async fn capture(&mut self, plan: &CapturePlan, format: ImageFormat) -> Result<EncodedImage>;
-    /// Refuses, before anything of the action runs, an op this backend cannot carry out
-    /// (a key it cannot type, a navigation on a desktop). The refusal is model-visible.
-    fn check(&self, op: &Op) -> std::result::Result<(), ActionError> {
-        let _ = op;
-        Ok(())
-    }
-    /// Where the pointer really is, for backends that can ask (an X display, where a
-    /// program may warp it). `None` keeps the engine's own tracking.
-    async fn pointer(&mut self) -> Result<Option<CssPoint>> {
-        Ok(None)
-    }
-    /// What happened on the screen's side during the step that the model should read
-    /// (a file chooser answered or refused); reported in the step's `text`.
-    fn take_notes(&mut self) -> Vec<String> {
-        Vec::new()
-    }
-    /// A navigation the page started during the step (a link, a form, a redirect, a
-    /// script) that the session's policy refused before it left. The page stays where it
-    /// was; the step reports the refusal with status `error`.
-    fn take_refusal(&mut self) -> Option<ActionError> {
-        None
-    }
-    /// How the last settle and capture ended, for backends that tell more than
-    /// [`settle`](Self::settle)'s yes or no.
-    fn settle_end(&self) -> Option<SettleEnd> {
-        None
-    }
-}
-
-/// How a step ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum Status {
-    Ok,
-    Error,
-    ApprovalRequired,
-    Denied,
-}
-
-/// How a step's settling ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum SettleEnd {
-    /// The network went quiet and the screen did not change after the capture began.
-    #[default]
-    Quiet,
-    /// The screen was changing (an animation, a transition, a script); the step waited
-    /// until it stopped and captured again.
-    Stable,
-    /// The settle timeout was reached (a page that never stops loading or moving); the
-    /// screen was captured as it was.
-    Timeout,
-    /// The page's script kept changing the screen as it did when the previous step ended
-    /// (a ticker, a clock): the step waited only briefly (finite animations in full) and
-    /// captured it as it was.
-    Moving,
-}
-
-/// A step waiting for a human.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PendingApproval {
-    pub id: String,
-    pub rule: String,
-    pub reason: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub element: Option<String>,
-    /// Which action of the call is waiting (earlier ones of a batch already ran).
-    pub action_index: usize,
-    pub action: String,
-}
-
-/// Milliseconds per phase.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
-pub struct Timings {
-    pub gate: f64,
-    pub act: f64,
-    pub settle: f64,
-    pub capture: f64,
-    pub total: f64,
-}
-
-/// The outcome of one step.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct StepReport {
-    pub step: u64,
-    pub status: Status,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub call_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub current_url: Option<String>,
-    #[serde(skip)]
-    pub screenshot: Option<EncodedImage>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub text: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pending: Option<PendingApproval>,
-    /// The approval this step resolved (set by approve/deny).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resolves: Option<String>,
-    /// The gate verdict for each action that reached the gate.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub gates: Vec<Verdict>,
-    /// What ran, in screen coordinates.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub screen_ops: Vec<Op>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub acknowledged_safety_checks: Vec<SafetyCheck>,
-    /// Indices of the call's `type` actions that the gate saw go into a password field:
-    /// their text is recorded as [`crate::trajectory::REDACTED`] (their screen ops here are
-    /// already redacted; the call is redacted by [`crate::trajectory::redact_call`]).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub redacted_actions: Vec<usize>,
-    /// False when the page did not settle before the cap.
-    pub settled: bool,
-    /// How settling ended.
-    #[serde(default)]
-    pub settle: SettleEnd,
-    pub timings_ms: Timings,
-}
-
-impl StepReport {
-    fn new(step: u64, call: &ComputerCall) -> Self {
-        Self {
-            step,
-            status: Status::Ok,
-            call_id: call.call_id.clone(),
-            error: None,
-            current_url: None,
-            screenshot: None,
-            text: None,
-            pending: None,
-            resolves: None,
-            gates: Vec::new(),
-            screen_ops: Vec::new(),
-            acknowledged_safety_checks: Vec::new(),
-            redacted_actions: Vec::new(),
-            settled: true,
-            settle: SettleEnd::Quiet,
-            timings_ms: Timings::default(),
-        }
-    }
-
-    /// The model-facing output, ready for a vendor encoder.
-    pub fn to_output(&self) -> ComputerOutput {
-        ComputerOutput {
-            screenshot: self.screenshot.as_ref().map(|s| Screenshot {
-                media_type: s.format.media_type().into(),
-                data: s.data.clone(),
-                width: s.size.width,
-                height: s.size.height,
-            }),
-            current_url: self.current_url.clone(),
-            error: self.error.clone(),
-            text: self.text.clone(),
-            acknowledged_safety_checks: self.acknowledged_safety_checks.clone(),
-        }
-    }
-}
 
 /// Settings of the step loop.
 #[derive(Debug, Clone)]
@@ -614,7 +432,7 @@ impl<B: Backend> Computer<B> {
     async fn gate(
         &mut self,
         action: &Action,
-        lowered: &crate::ops::Lowered,
+        lowered: &crate::lowering::Lowered,
     ) -> Result<Result<(Verdict, bool), ActionError>> {
         let kind = action.kind();
         let element = match (kind, lowered.target) {
@@ -666,15 +484,5 @@ impl<B: Backend> Computer<B> {
             chords,
         });
         Ok(Ok((verdict, secret)))
-    }
-}
-
-impl From<Error> for StepReport {
-    /// A fatal error as a report, for callers that print every step (the CLI).
-    fn from(e: Error) -> Self {
-        let mut r = StepReport::new(0, &ComputerCall::native(Action::Screenshot));
-        r.status = Status::Error;
-        r.error = Some(e.to_string());
-        r
     }
 }

@@ -2,11 +2,14 @@
 //! screenshot it should see next.
 //!
 //! - [`display`]: the model display size and exact model ↔ screen mapping (any DPR);
-//! - [`ops`]: actions lowered to screen-space input operations;
+//! - [`op`]: the screen-space input operations a backend runs;
+//! - [`lowering`]: actions lowered to those operations;
 //! - [`gate`]: `allow | ask | deny` approval rules on what an action touches;
 //! - [`origin`]: the allow/block policy for every request;
 //! - [`private_net`]: the private-network address ranges sessions may not reach by default;
 //! - [`image`]: the last mile of the screenshot pipeline (SIMD resize, PNG/JPEG);
+//! - [`step`]: what a step reports ([`StepReport`], [`Status`], [`SettleEnd`]);
+//! - [`backend`]: the [`Backend`] trait a screen implements;
 //! - [`engine`]: the step loop ([`Computer`]) over any [`Backend`], with approvals;
 //! - [`trajectory`]: JSONL + screenshots per step, and [`trajectory::replay`];
 //! - `browser` (feature `browser`, on by default): the Chromium backend;
@@ -48,6 +51,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod backend;
 #[cfg(feature = "browser")]
 pub mod browser;
 #[cfg(feature = "desktop")]
@@ -57,14 +61,16 @@ pub mod engine;
 mod error;
 pub mod gate;
 pub mod image;
-pub mod ops;
+pub mod lowering;
+pub mod op;
 pub mod origin;
 pub mod private_net;
 #[cfg(feature = "browser")]
 mod socks;
+pub mod step;
 pub mod trajectory;
 
-pub use engine::{
-    Backend, Computer, EngineOptions, PendingApproval, SettleEnd, Status, StepReport,
-};
+pub use backend::Backend;
+pub use engine::{Computer, EngineOptions};
 pub use error::{ActionError, Error, Result};
+pub use step::{PendingApproval, SettleEnd, Status, StepReport};

@@ -45,7 +45,8 @@ use tokio::sync::oneshot;
 
 use crate::broker::{ApprovalRequest, ApproveListed, Approver, ClientCallBroker};
 use crate::handlers::{HostOutput, HttpClient, payload_too_large, run_host};
-use crate::registry::{RegisteredTool, ToolRegistry, truncate_chars};
+use crate::registry::{RegisteredTool, ToolRegistry};
+use crate::truncate::truncate_chars;
 
 /// Tool names listed in an `unknown_tool` message.
 const LISTED_TOOL_NAMES: usize = 20;

@@ -20,14 +20,13 @@ use cordon_protocol::tool::HandlerSpec;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
-use crate::registry::{RegisteredTool, truncate_chars};
+use crate::host_process::{DEFAULT_COMMAND_PATH, GroupKiller};
+use crate::registry::RegisteredTool;
+use crate::truncate::truncate_chars;
 
 /// Most bytes read from a handler's stdout or response body, whatever the payload limit
 /// says: a backstop for callers that set `max_payload_bytes` absurdly high.
 pub(crate) const MAX_HANDLER_OUTPUT: usize = 64 * 1024 * 1024;
-/// `PATH` of a `command` handler whose declaration sets none: the system directories, so
-/// `argv: ["python3", ...]` works without handing the program Cordon's own `PATH`.
-pub const DEFAULT_COMMAND_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 /// Start of the message of a call whose result exceeded `max_payload_bytes`. The guest's
 /// `ToolError.kind` is `tool_failed` (the bridge ABI has no kind of its own for it yet);
 /// the message names the cause first so code and models can tell.
@@ -117,7 +116,14 @@ pub(crate) async fn run_host(
             Box::pin(run_command(argv, &env, *timeout_ms, input, cap)).await
         }
         HandlerSpec::Http { url, timeout_ms } => {
-            Box::pin(run_http(http, url, *timeout_ms, input, cap)).await
+            // Errors never repeat the URL's credentials or query.
+            let secrets = UrlSecrets::of(url);
+            Box::pin(run_http(http, url, *timeout_ms, input, cap))
+                .await
+                .map_err(|mut failure| {
+                    failure.message = secrets.redact(&failure.message);
+                    failure
+                })
         }
         HandlerSpec::Client {} => Err(failed(format!(
             "`{}` is a client tool and cannot run on the host",
@@ -172,24 +178,6 @@ fn command_env(env: &BTreeMap<String, String>, inherit: &[String]) -> BTreeMap<S
     out.entry("PATH".to_owned())
         .or_insert_with(|| DEFAULT_COMMAND_PATH.to_owned());
     out
-}
-
-/// Kills a handler's process group when dropped: on every way a call ends (result,
-/// timeout, payload limit, the execution cancelled or dropped). Children the program
-/// started in the background die with it.
-pub(crate) struct GroupKiller(pub(crate) Option<rustix::process::Pid>);
-
-impl Drop for GroupKiller {
-    fn drop(&mut self) {
-        if let Some(group) = self.0 {
-            // ESRCH (the group already gone) is the normal case after a clean exit. On
-            // the error paths the leader is not yet reaped, so its id is still taken; after
-            // a clean exit the id stays taken while any member lives, and an empty group's
-            // id would have to be handed to a new group leader in the instant between the
-            // reaping and this call (a full pid wrap-around) to be hit by mistake.
-            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
-        }
-    }
 }
 
 async fn run_command(
@@ -339,23 +327,9 @@ async fn read_tail(mut reader: impl AsyncRead + Unpin, keep: usize) -> Vec<u8> {
     tail
 }
 
+/// Posts `input` to `url` and reads the JSON answer. Its failures may quote the URL: the
+/// caller redacts them with [`UrlSecrets`].
 async fn run_http(
-    http: &HttpClient,
-    url: &str,
-    timeout_ms: u64,
-    input: &Value,
-    cap: usize,
-) -> Result<HostOutput, ToolFailure> {
-    let secrets = UrlSecrets::of(url);
-    run_http_exchange(http, url, timeout_ms, input, cap)
-        .await
-        .map_err(|mut failure| {
-            failure.message = secrets.redact(&failure.message);
-            failure
-        })
-}
-
-async fn run_http_exchange(
     http: &HttpClient,
     url: &str,
     timeout_ms: u64,

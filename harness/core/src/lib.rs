@@ -41,17 +41,20 @@ pub mod broker;
 pub mod clock;
 pub mod dispatch;
 mod handlers;
+mod host_process;
 pub mod ids;
 pub mod packs;
 pub mod provider;
 pub mod registry;
+mod truncate;
 
 pub use broker::{
     ApprovalBroker, ApprovalRequest, ApproveListed, Approver, ClientCallBroker, SubmitError,
     UnknownApproval,
 };
 pub use dispatch::{CallContext, DispatchedCall, Dispatcher, EventSink};
-pub use handlers::{DEFAULT_COMMAND_PATH, PAYLOAD_TOO_LARGE};
+pub use handlers::PAYLOAD_TOO_LARGE;
+pub use host_process::DEFAULT_COMMAND_PATH;
 pub use provider::ToolProvider;
 pub use registry::{RegisteredTool, RegistryError, ToolRegistry};
 

@@ -18,10 +18,12 @@ use std::hash::{BuildHasher, Hash, Hasher};
 
 use cordon_protocol::conversation::{ContentBlock, Message, Role};
 
-use crate::kept::Kept;
 use cordon_core::ids::fresh_id;
 
-use crate::{Credential, Inner, MessagesCall};
+use crate::bounded_map::BoundedMap;
+use crate::messages::MessagesCall;
+use crate::record::Recorder;
+use crate::upstream::Credential;
 
 /// Turns remembered at most (the oldest half forgotten past it: their continuations start
 /// new records).
@@ -31,14 +33,14 @@ const CONTINUATIONS_MAX: usize = 10_000;
 #[derive(Debug)]
 pub(crate) struct Continuations {
     keys: (RandomState, RandomState),
-    kept: Kept<String>,
+    conversations: BoundedMap<String>,
 }
 
 impl Default for Continuations {
     fn default() -> Self {
         Continuations {
             keys: (RandomState::new(), RandomState::new()),
-            kept: Kept::new(CONTINUATIONS_MAX),
+            conversations: BoundedMap::new(CONTINUATIONS_MAX),
         }
     }
 }
@@ -73,14 +75,15 @@ impl Continuations {
             return;
         }
         digest.message(Role::Assistant, content);
-        self.kept.insert(&digest.finish(), conversation.to_owned());
+        self.conversations
+            .insert(&digest.finish(), conversation.to_owned());
     }
 
     /// The conversation whose handed-back turn `messages` continue: the same credential,
     /// and the same history up to and including the last assistant message.
     fn find(&self, credential: Option<&Credential>, messages: &[Message]) -> Option<String> {
         let end = messages.iter().rposition(|m| m.role == Role::Assistant)?;
-        self.kept
+        self.conversations
             .get(&self.start(credential, &messages[..=end]).finish())
     }
 }
@@ -153,9 +156,10 @@ fn no_space(text: &str) -> impl Iterator<Item = char> + '_ {
 /// The conversation a request belongs to: the one it names (if this server began it: a
 /// client cannot write into a conversation it made up), the one whose handed-back turn it
 /// continues ([`Continuations`]), or a new one. `messages` is the request decoded (`None`
-/// when it could not be).
+/// when it could not be); `recorder` knows the conversations this server began.
 pub(crate) fn conversation_of(
-    gw: &Inner,
+    recorder: &dyn Recorder,
+    continuations: &Continuations,
     call: &MessagesCall,
     messages: Option<&[Message]>,
 ) -> String {
@@ -165,12 +169,12 @@ pub(crate) fn conversation_of(
         && id
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-        && gw.recorder.knows(id)
+        && recorder.knows(id)
     {
         return id.clone();
     }
     messages
-        .and_then(|m| gw.continuations.find(call.credential.as_ref(), m))
+        .and_then(|m| continuations.find(call.credential.as_ref(), m))
         .unwrap_or_else(|| fresh_id("conv"))
 }
 

@@ -34,6 +34,11 @@ impl Stop {
     }
 }
 
+/// Turns a stop reason into the error that unwinds the guest.
+pub(crate) fn stop(reason: Stop) -> wasmtime::Error {
+    wasmtime::Error::new(reason)
+}
+
 /// Reads this thread's CPU clock. Executions move between tokio worker threads, so the
 /// clock is read at the start and end of every poll and the difference accumulated.
 #[allow(

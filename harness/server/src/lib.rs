@@ -10,8 +10,8 @@
 //!   `computer_close`.
 //! - [`guard`]: the Host/Origin check both HTTP listeners run before anything else
 //!   (DNS-rebinding and cross-site protection).
-//! - [`computer`]: what both servers share for computer use: one lazily started Chromium
-//!   and the thread its sessions run on.
+//! - [`computer_pool`]: what both servers share for computer use: one lazily started
+//!   Chromium and the tasks its sessions run on.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -27,34 +27,20 @@
 //! # Ok(()) }
 //! ```
 
-/// Builder setters for options structs: `pub fn field(mut self, field: Type) -> Self`,
-/// one per `field: Type`.
-macro_rules! setters {
-    ($($field:ident: $ty:ty),* $(,)?) => {
-        $(
-            #[doc = concat!("Sets [`Self::", stringify!($field), "`].")]
-            pub fn $field(mut self, $field: $ty) -> Self {
-                self.$field = $field;
-                self
-            }
-        )*
-    };
-}
-pub(crate) use setters;
-
 pub mod api;
-pub mod computer;
-mod computers;
-pub mod connect;
+pub mod computer_pool;
 pub mod error;
 pub mod guard;
 pub mod http;
-mod hub;
+pub mod mcp;
+pub mod mcp_client;
+mod periodic;
+mod setters;
 pub mod store;
+mod workspace_budget;
 
-pub use connect::Connection;
 pub use error::ApiError;
 pub use http::{HttpApi, HttpOptions};
 pub use mcp::{McpOptions, McpServer};
+pub use mcp_client::Connection;
 pub use store::{Store, StoreError};
-pub mod mcp;

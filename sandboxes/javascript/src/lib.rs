@@ -14,9 +14,30 @@
 //! `structuredClone`, and `fs` (node-like synchronous file functions over `/workspace`).
 //! Tool calls awaited together (`Promise.all`) leave as one batch.
 
+// Every module exists only for wasm (see above).
+#[cfg(target_family = "wasm")]
+mod bridge;
+#[cfg(target_family = "wasm")]
+mod driver;
+#[cfg(target_family = "wasm")]
+mod exception;
 #[cfg(target_family = "wasm")]
 mod fs;
 #[cfg(target_family = "wasm")]
-mod image;
+mod globals;
+#[cfg(target_family = "wasm")]
+mod guest;
 #[cfg(target_family = "wasm")]
 mod json;
+#[cfg(target_family = "wasm")]
+mod native_call;
+#[cfg(target_family = "wasm")]
+mod random;
+#[cfg(target_family = "wasm")]
+mod runtime_js;
+#[cfg(target_family = "wasm")]
+mod saved;
+#[cfg(target_family = "wasm")]
+mod stack_limit;
+#[cfg(target_family = "wasm")]
+mod tool_bindings;

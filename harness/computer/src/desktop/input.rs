@@ -9,7 +9,7 @@
 //!   would cost a remap; the level-2 lookup with an explicit Shift avoids that.
 //! - a remapped keycode is reused once the spare ones run out. A client that has not yet
 //!   read the press from the previous binding then sees the new keysym, so characters get
-//!   lost or swapped at speed (measured: 218 distinct characters garbled in 3 of 3 runs).
+//!   lost or swapped at speed (the desktop typing tests catch it; see docs/desktop.md).
 //!   [`Input::needs_drain`] tells the session to let clients catch up before that happens.
 //! - legacy keysyms beyond Latin-1 are not understood by every client (xterm drops
 //!   `ifonlyif`, ⇔): [`Input::resolve`] types such characters by their Unicode keysym.

@@ -27,7 +27,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 
-use crate::handlers::{DEFAULT_COMMAND_PATH, GroupKiller};
+use crate::host_process::{DEFAULT_COMMAND_PATH, GroupKiller};
 use crate::provider::ToolProvider;
 
 mod bounds;

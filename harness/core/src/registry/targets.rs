@@ -11,7 +11,8 @@ use std::collections::HashMap;
 
 use cordon_protocol::tool::{HandlerSpec, Policy, ToolDeclaration};
 
-use super::{RegistryError, truncate_chars};
+use super::error::RegistryError;
+use crate::truncate::truncate_chars;
 
 /// Characters of the offered names listed in a [`RegistryError::NotOffered`] message.
 const MAX_LISTED_CHARS: usize = 300;

@@ -12,5 +12,5 @@ mod computer;
 mod errors;
 mod loop_;
 mod operator;
-mod ptc;
+mod programmatic_calls;
 mod upstreams;

@@ -4,8 +4,10 @@
 //! xdotool keysyms (`ctrl+a`, `Return`). `computer_20251124` adds `zoom` with
 //! `region: [x0, y0, x1, y1]`.
 
+use super::fields::{
+    int_field, invalid, obj, opt_f64, opt_str, pair, str_field, type_text, unknown_action,
+};
 use super::keys::{Key, chord_xdotool};
-use super::util::{int_field, invalid, obj, opt_f64, opt_str, pair, str_field};
 use super::{
     Action, Button, ComputerCall, CoordSpace, DecodeError, Direction, EncodeError, Point, Region,
     ScrollDelta, Vendor,
@@ -155,12 +157,7 @@ pub fn decode_input(input: &Value, version: Version) -> Result<Action, DecodeErr
                 modifiers: modifiers(o, name)?,
             }
         }
-        "type" => Action::Type {
-            text: str_field(o, name, "text")?.to_owned(),
-            at: None,
-            press_enter: None,
-            clear_before: None,
-        },
+        "type" => type_text(o, name)?,
         "key" => {
             let text = str_field(o, name, "text")?;
             // xdotool takes several chords separated by spaces: "ctrl+a Delete".
@@ -190,7 +187,7 @@ pub fn decode_input(input: &Value, version: Version) -> Result<Action, DecodeErr
             })?;
             match region.as_array().map(Vec::as_slice) {
                 Some([a, b, c, d]) => {
-                    let n = |v: &Value| super::util::int(v, name, "region");
+                    let n = |v: &Value| super::fields::int(v, name, "region");
                     Action::Zoom {
                         region: Region {
                             x0: n(a)?,
@@ -203,13 +200,7 @@ pub fn decode_input(input: &Value, version: Version) -> Result<Action, DecodeErr
                 _ => return Err(invalid(name, "region", "must be [x0, y0, x1, y1]")),
             }
         }
-        other => {
-            return Err(DecodeError::UnknownAction {
-                vendor: VENDOR,
-                action: other.into(),
-                known: KNOWN,
-            });
-        }
+        other => return Err(unknown_action(VENDOR, other, KNOWN)),
     })
 }
 
@@ -333,12 +324,12 @@ pub fn encode_input(action: &Action) -> Result<Value, EncodeError> {
         } => {
             put("action", "hold_key".into());
             put("text", chord_xdotool(keys).into());
-            put("duration", super::util::num(*duration_secs));
+            put("duration", super::fields::num(*duration_secs));
         }
         Action::Wait { duration_secs } => {
             put("action", "wait".into());
             if let Some(d) = duration_secs {
-                put("duration", super::util::num(*d));
+                put("duration", super::fields::num(*d));
             }
         }
         Action::Zoom { region } => {

@@ -3,8 +3,8 @@
 //! `args.safety_decision = {"decision": "require_confirmation", "explanation"}`; the
 //! function response then says `safety_acknowledgement: "true"`.
 
+use super::fields::{int_field, invalid, obj, opt_bool, str_field, unknown_action};
 use super::keys::Key;
-use super::util::{int_field, invalid, obj, opt_bool, str_field};
 use super::{
     Action, Button, ComputerCall, DecodeError, Direction, EncodeError, GEMINI_GRID, Point,
     SafetyCheck, ScrollDelta, Vendor,
@@ -137,13 +137,7 @@ pub fn decode_action(name: &str, a: &Map<String, Value>) -> Result<Action, Decod
             ],
             modifiers: Vec::new(),
         },
-        other => {
-            return Err(DecodeError::UnknownAction {
-                vendor: VENDOR,
-                action: other.into(),
-                known: KNOWN,
-            });
-        }
+        other => return Err(unknown_action(VENDOR, other, KNOWN)),
     })
 }
 

@@ -5,8 +5,8 @@
 //! acknowledge (`acknowledged_safety_checks`). Keys are upper-case names in arrays
 //! (`["CTRL", "A"]`); pointer actions may hold modifier `keys`.
 
+use super::fields::{int_field, invalid, obj, str_field, type_text, unknown_action};
 use super::keys::Key;
-use super::util::{int_field, invalid, obj, str_field};
 use super::{
     Action, Button, ComputerCall, CoordSpace, DecodeError, EncodeError, Point, ScrollDelta, Vendor,
 };
@@ -179,12 +179,7 @@ pub fn decode_action(v: &Value) -> Result<Action, DecodeError> {
                 modifiers: keys(o, name)?,
             }
         }
-        "type" => Action::Type {
-            text: str_field(o, name, "text")?.to_owned(),
-            at: None,
-            press_enter: None,
-            clear_before: None,
-        },
+        "type" => type_text(o, name)?,
         "keypress" => {
             let chord = keys(o, name)?;
             if chord.is_empty() {
@@ -200,13 +195,7 @@ pub fn decode_action(v: &Value) -> Result<Action, DecodeError> {
         "wait" => Action::Wait {
             duration_secs: None,
         },
-        other => {
-            return Err(DecodeError::UnknownAction {
-                vendor: VENDOR,
-                action: other.into(),
-                known: KNOWN,
-            });
-        }
+        other => return Err(unknown_action(VENDOR, other, KNOWN)),
     })
 }
 

@@ -2,10 +2,13 @@
 
 use serde_json::{Map, Value, json};
 
-use super::json::{obj, take_bool, take_f64, take_str, take_u64, to_object};
+use super::json::{extend, obj, strings, take_bool, take_str, take_u64, to_object};
+use super::request_fields::{
+    decode_function_tool, encode_function_tool, encode_tools, finish_request, request_with_settings,
+};
 use super::{
-    Container, ContentBlock, ConversionError, Extra, FunctionTool, ImageSource, Message, Request,
-    Role, StopReason, System, ToolCall, ToolCaller, ToolChoice, ToolDefinition, ToolResult,
+    Container, ContentBlock, ConversionError, Extra, ImageSource, Message, Request, Role,
+    StopReason, System, ToolCall, ToolCaller, ToolChoice, ToolDefinition, ToolResult,
     ToolResultContent, Turn, Usage, Vendor,
 };
 
@@ -57,16 +60,7 @@ pub fn decode_request(body: &Value) -> Result<Request> {
         }
     };
     let max_tokens = take_u64(&mut map, "max_tokens");
-    let temperature = take_f64(&mut map, "temperature");
-    let top_p = take_f64(&mut map, "top_p");
-    let stop_sequences = match map.remove("stop_sequences") {
-        Some(Value::Array(items)) => items
-            .iter()
-            .filter_map(|s| s.as_str().map(str::to_owned))
-            .collect(),
-        _ => Vec::new(),
-    };
-    let stream = take_bool(&mut map, "stream").unwrap_or(false);
+    let stop_sequences = strings(map.remove("stop_sequences"));
     Ok(Request {
         origin: Some(Vendor::Anthropic),
         model,
@@ -76,11 +70,8 @@ pub fn decode_request(body: &Value) -> Result<Request> {
         tool_choice,
         parallel_tool_calls,
         max_tokens,
-        temperature,
-        top_p,
         stop_sequences,
-        stream,
-        extra: map,
+        ..request_with_settings(map)
     })
 }
 
@@ -112,11 +103,9 @@ pub fn encode_request(request: &Request) -> Value {
         ),
     );
     if !request.tools.is_empty() {
-        let tools: Vec<Value> = request
-            .tools
-            .iter()
-            .filter_map(|t| encode_tool(t, same))
-            .collect();
+        let tools = encode_tools(&request.tools, Vendor::Anthropic, |f| {
+            encode_function_tool(obj(json!({"name": f.name})), f, "input_schema", same)
+        });
         map.insert("tools".into(), Value::Array(tools));
     }
     if request.tool_choice.is_some() || request.parallel_tool_calls.is_some() {
@@ -131,20 +120,7 @@ pub fn encode_request(request: &Request) -> Value {
         }
         map.insert("tool_choice".into(), Value::Object(choice));
     }
-    if let Some(t) = request.temperature {
-        map.insert("temperature".into(), json!(t));
-    }
-    if let Some(p) = request.top_p {
-        map.insert("top_p".into(), json!(p));
-    }
-    if !request.stop_sequences.is_empty() {
-        map.insert("stop_sequences".into(), json!(request.stop_sequences));
-    }
-    if request.stream {
-        map.insert("stream".into(), json!(true));
-    }
-    extend(&mut map, &request.extra, same);
-    Value::Object(map)
+    finish_request(map, request, Some("stop_sequences"), same)
 }
 
 /// Decode a `/v1/messages` response body (a `message` object).
@@ -550,7 +526,7 @@ fn encode_block(block: &ContentBlock, same: bool) -> Option<Value> {
 }
 
 fn decode_tool(value: &Value) -> Result<ToolDefinition> {
-    let mut map = to_object(value, "tools[]")?;
+    let map = to_object(value, "tools[]")?;
     match map.get("type").and_then(Value::as_str) {
         None | Some("custom") => {}
         Some(kind) => {
@@ -561,64 +537,13 @@ fn decode_tool(value: &Value) -> Result<ToolDefinition> {
             });
         }
     }
-    let name = take_str(&mut map, "name").ok_or_else(|| ConversionError::field("tools[].name"))?;
-    let description = take_str(&mut map, "description");
-    let input_schema = map
-        .remove("input_schema")
-        .unwrap_or_else(|| json!({"type": "object"}));
-    let allowed_callers = match map.remove("allowed_callers") {
-        Some(Value::Array(items)) => items
-            .iter()
-            .filter_map(|s| s.as_str().map(str::to_owned))
-            .collect(),
-        _ => Vec::new(),
-    };
-    Ok(ToolDefinition::Function(FunctionTool {
-        name,
-        description,
-        input_schema,
-        allowed_callers,
-        extra: map,
-    }))
-}
-
-fn encode_tool(tool: &ToolDefinition, same: bool) -> Option<Value> {
-    match tool {
-        ToolDefinition::Function(f) => {
-            let mut map = obj(json!({"name": f.name}));
-            if let Some(d) = &f.description {
-                map.insert("description".into(), json!(d));
-            }
-            map.insert("input_schema".into(), f.input_schema.clone());
-            if !f.allowed_callers.is_empty() {
-                map.insert("allowed_callers".into(), json!(f.allowed_callers));
-            }
-            extend(&mut map, &f.extra, same);
-            Some(Value::Object(map))
-        }
-        ToolDefinition::BuiltIn {
-            vendor: Vendor::Anthropic,
-            data,
-            ..
-        } => Some(data.clone()),
-        ToolDefinition::BuiltIn { .. } => None,
-    }
+    decode_function_tool(map, "input_schema")
 }
 
 fn with_extra(value: Value, extra: &Extra, same: bool) -> Value {
     let mut map = obj(value);
     extend(&mut map, extra, same);
     Value::Object(map)
-}
-
-/// Copy `extra` into `map` when it came from this vendor (`same`).
-pub(crate) fn extend(map: &mut Map<String, Value>, extra: &Extra, same: bool) {
-    if !same {
-        return;
-    }
-    for (k, v) in extra {
-        map.insert(k.clone(), v.clone());
-    }
 }
 
 #[cfg(test)]

@@ -7,12 +7,12 @@
 
 use serde_json::{Map, Value, json};
 
-use super::anthropic::extend;
-use super::json::{obj, take_bool, take_f64, take_str, take_u64, to_object};
+use super::json::{extend, obj, strings, take_bool, take_str, take_u64, to_object};
+use super::openai::{add_system_text, decode_usage, hosted_tool, put_tool_settings};
+use super::request_fields::{encode_tools, finish_request, request_with_settings};
 use super::{
     ContentBlock, ConversionError, FunctionTool, ImageSource, Message, Request, Role, StopReason,
-    System, ToolCall, ToolChoice, ToolDefinition, ToolResult, ToolResultContent, Turn, Usage,
-    Vendor,
+    System, ToolCall, ToolChoice, ToolDefinition, ToolResult, ToolResultContent, Turn, Vendor,
 };
 
 type Result<T, E = ConversionError> = std::result::Result<T, E>;
@@ -38,11 +38,7 @@ pub fn decode_request(body: &Value) -> Result<Request> {
             take_str(&mut m, "role").ok_or_else(|| ConversionError::field("messages[].role"))?;
         match role.as_str() {
             "system" | "developer" => {
-                let text = content_text(m.get("content"));
-                system = Some(match system {
-                    None => System::Text(text),
-                    Some(s) => System::Text(format!("{}\n\n{text}", s.text())),
-                });
+                add_system_text(&mut system, m.get("content"));
                 in_tool_group = false;
             }
             "tool" => {
@@ -140,17 +136,10 @@ pub fn decode_request(body: &Value) -> Result<Request> {
     } else {
         take_u64(&mut map, "max_tokens")
     };
-    let temperature = take_f64(&mut map, "temperature");
-    let top_p = take_f64(&mut map, "top_p");
     let stop_sequences = match map.remove("stop") {
         Some(Value::String(s)) => vec![s],
-        Some(Value::Array(items)) => items
-            .iter()
-            .filter_map(|s| s.as_str().map(str::to_owned))
-            .collect(),
-        _ => Vec::new(),
+        other => strings(other),
     };
-    let stream = take_bool(&mut map, "stream").unwrap_or(false);
     Ok(Request {
         origin: Some(Vendor::OpenaiChat),
         model,
@@ -160,11 +149,8 @@ pub fn decode_request(body: &Value) -> Result<Request> {
         tool_choice,
         parallel_tool_calls,
         max_tokens,
-        temperature,
-        top_p,
         stop_sequences,
-        stream,
-        extra: map,
+        ..request_with_settings(map)
     })
 }
 
@@ -181,37 +167,18 @@ pub fn encode_request(request: &Request) -> Value {
         encode_message(message, same, &mut messages);
     }
     map.insert("messages".into(), Value::Array(messages));
-    let tools: Vec<Value> = request
-        .tools
-        .iter()
-        .filter_map(|t| encode_tool(t, same))
-        .collect();
-    if !tools.is_empty() {
-        map.insert("tools".into(), Value::Array(tools));
-    }
-    if let Some(choice) = &request.tool_choice {
-        map.insert("tool_choice".into(), encode_tool_choice(choice));
-    }
-    if let Some(p) = request.parallel_tool_calls {
-        map.insert("parallel_tool_calls".into(), json!(p));
-    }
-    if let Some(max) = request.max_tokens {
-        map.insert("max_completion_tokens".into(), json!(max));
-    }
-    if let Some(t) = request.temperature {
-        map.insert("temperature".into(), json!(t));
-    }
-    if let Some(p) = request.top_p {
-        map.insert("top_p".into(), json!(p));
-    }
-    if !request.stop_sequences.is_empty() {
-        map.insert("stop".into(), json!(request.stop_sequences));
-    }
-    if request.stream {
-        map.insert("stream".into(), json!(true));
-    }
-    extend(&mut map, &request.extra, same);
-    Value::Object(map)
+    let tools = encode_tools(&request.tools, Vendor::OpenaiChat, |t| {
+        encode_function(t, same)
+    });
+    let tool_choice = request.tool_choice.as_ref().map(encode_tool_choice);
+    put_tool_settings(
+        &mut map,
+        request,
+        tools,
+        tool_choice,
+        "max_completion_tokens",
+    );
+    finish_request(map, request, Some("stop"), same)
 }
 
 fn encode_message(message: &Message, same: bool, out: &mut Vec<Value>) {
@@ -294,18 +261,6 @@ fn encode_message(message: &Message, same: bool, out: &mut Vec<Value>) {
             extend(&mut m, &message.extra, same);
             out.push(Value::Object(m));
         }
-    }
-}
-
-fn content_text(content: Option<&Value>) -> String {
-    match content {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n\n"),
-        _ => String::new(),
     }
 }
 
@@ -425,17 +380,8 @@ fn encode_tool_call(call: &ToolCall, same: bool) -> Value {
 
 fn decode_tool(value: &Value) -> Result<ToolDefinition> {
     let mut m = to_object(value, "tools[]")?;
-    if m.get("type").and_then(Value::as_str) != Some("function") {
-        let kind = m
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        return Ok(ToolDefinition::BuiltIn {
-            vendor: Vendor::OpenaiChat,
-            kind,
-            data: value.clone(),
-        });
+    if let Some(hosted) = hosted_tool(value, Vendor::OpenaiChat) {
+        return Ok(hosted);
     }
     m.remove("type");
     let mut f = m
@@ -459,24 +405,15 @@ fn decode_tool(value: &Value) -> Result<ToolDefinition> {
     }))
 }
 
-fn encode_tool(tool: &ToolDefinition, same: bool) -> Option<Value> {
-    match tool {
-        ToolDefinition::Function(t) => {
-            let mut f = obj(json!({"name": t.name}));
-            if let Some(d) = &t.description {
-                f.insert("description".into(), json!(d));
-            }
-            f.insert("parameters".into(), t.input_schema.clone());
-            extend(&mut f, &t.extra, same);
-            Some(json!({"type": "function", "function": f}))
-        }
-        ToolDefinition::BuiltIn {
-            vendor: Vendor::OpenaiChat,
-            data,
-            ..
-        } => Some(data.clone()),
-        ToolDefinition::BuiltIn { .. } => None,
+/// A function tool as Chat declares it: `{"type": "function", "function": {...}}`.
+fn encode_function(t: &FunctionTool, same: bool) -> Value {
+    let mut f = obj(json!({"name": t.name}));
+    if let Some(d) = &t.description {
+        f.insert("description".into(), json!(d));
     }
+    f.insert("parameters".into(), t.input_schema.clone());
+    extend(&mut f, &t.extra, same);
+    json!({"type": "function", "function": f})
 }
 
 fn decode_tool_choice(value: &Value) -> Result<ToolChoice> {
@@ -557,25 +494,12 @@ pub fn decode_response(body: &Value) -> Result<Turn> {
         Some(m) => (m.content, m.extra),
         None => (Vec::new(), Map::new()),
     };
-    let usage = match map.remove("usage") {
-        Some(Value::Object(mut u)) => {
-            let input_tokens = take_u64(&mut u, "prompt_tokens").unwrap_or(0);
-            let output_tokens = take_u64(&mut u, "completion_tokens").unwrap_or(0);
-            u.remove("total_tokens");
-            let cache_read_input_tokens = u
-                .get("prompt_tokens_details")
-                .and_then(|d| d.get("cached_tokens"))
-                .and_then(Value::as_u64);
-            Usage {
-                input_tokens,
-                output_tokens,
-                cache_creation_input_tokens: None,
-                cache_read_input_tokens,
-                extra: u,
-            }
-        }
-        _ => Usage::default(),
-    };
+    let usage = decode_usage(
+        map.remove("usage"),
+        "prompt_tokens",
+        "completion_tokens",
+        "prompt_tokens_details",
+    );
     // The choice's other fields (index, logprobs) and the message's (refusal, annotations).
     if !choice.is_empty() {
         map.insert("choice".into(), Value::Object(choice));

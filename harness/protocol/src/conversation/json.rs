@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value};
 
-use super::ConversionError;
+use super::{ConversionError, Extra};
 
 pub(crate) fn to_object(value: &Value, field: &str) -> Result<Map<String, Value>, ConversionError> {
     value
@@ -56,6 +56,27 @@ pub(crate) fn take_bool(map: &mut Map<String, Value>, key: &str) -> Option<bool>
     let b = map.get(key).and_then(Value::as_bool)?;
     map.remove(key);
     Some(b)
+}
+
+/// The strings of a JSON array, other items skipped; anything but an array has none.
+pub(crate) fn strings(value: Option<Value>) -> Vec<String> {
+    match value {
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(|s| s.as_str().map(str::to_owned))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Copy `extra` into `map` when it came from this vendor (`same`).
+pub(crate) fn extend(map: &mut Map<String, Value>, extra: &Extra, same: bool) {
+    if !same {
+        return;
+    }
+    for (k, v) in extra {
+        map.insert(k.clone(), v.clone());
+    }
 }
 
 #[cfg(test)]

@@ -13,6 +13,8 @@ pub mod anthropic;
 pub mod chat;
 mod error;
 mod json;
+mod openai;
+mod request_fields;
 pub mod responses;
 pub mod stream;
 

@@ -8,13 +8,16 @@
 
 use serde_json::{Map, Value, json};
 
-use super::anthropic::extend;
 use super::chat::{self, arguments_string, parse_arguments};
-use super::json::{obj, take_bool, take_f64, take_str, take_u64, to_object};
+use super::json::{extend, obj, take_bool, take_str, take_u64, to_object};
+use super::openai::{add_system_text, decode_usage, hosted_tool, put_tool_settings};
+use super::request_fields::{
+    decode_function_tool, encode_function_tool, encode_tools, finish_request, request_with_settings,
+};
 use super::{
-    CODE_TOOL, ContentBlock, ConversionError, Extra, FunctionTool, ImageSource, Message, Request,
-    Role, StopReason, System, ToolCall, ToolCaller, ToolChoice, ToolDefinition, ToolResult,
-    ToolResultContent, Turn, Usage, Vendor,
+    CODE_TOOL, ContentBlock, ConversionError, Extra, ImageSource, Message, Request, Role,
+    StopReason, System, ToolCall, ToolCaller, ToolChoice, ToolDefinition, ToolResult,
+    ToolResultContent, Turn, Vendor,
 };
 
 type Result<T, E = ConversionError> = std::result::Result<T, E>;
@@ -56,9 +59,6 @@ pub fn decode_request(body: &Value) -> Result<Request> {
     };
     let parallel_tool_calls = take_bool(&mut map, "parallel_tool_calls");
     let max_tokens = take_u64(&mut map, "max_output_tokens");
-    let temperature = take_f64(&mut map, "temperature");
-    let top_p = take_f64(&mut map, "top_p");
-    let stream = take_bool(&mut map, "stream").unwrap_or(false);
     Ok(Request {
         origin: Some(Vendor::OpenaiResponses),
         model,
@@ -68,11 +68,8 @@ pub fn decode_request(body: &Value) -> Result<Request> {
         tool_choice,
         parallel_tool_calls,
         max_tokens,
-        temperature,
-        top_p,
         stop_sequences: Vec::new(),
-        stream,
-        extra: map,
+        ..request_with_settings(map)
     })
 }
 
@@ -92,34 +89,17 @@ pub fn encode_request(request: &Request) -> Value {
         _ => Value::Array(encode_items(&request.messages, same, false)),
     };
     map.insert("input".into(), input);
-    let tools: Vec<Value> = request
-        .tools
-        .iter()
-        .filter_map(|t| encode_tool(t, same))
-        .collect();
-    if !tools.is_empty() {
-        map.insert("tools".into(), Value::Array(tools));
-    }
-    if let Some(choice) = &request.tool_choice {
-        map.insert("tool_choice".into(), encode_tool_choice(choice));
-    }
-    if let Some(p) = request.parallel_tool_calls {
-        map.insert("parallel_tool_calls".into(), json!(p));
-    }
-    if let Some(max) = request.max_tokens {
-        map.insert("max_output_tokens".into(), json!(max));
-    }
-    if let Some(t) = request.temperature {
-        map.insert("temperature".into(), json!(t));
-    }
-    if let Some(p) = request.top_p {
-        map.insert("top_p".into(), json!(p));
-    }
-    if request.stream {
-        map.insert("stream".into(), json!(true));
-    }
-    extend(&mut map, &request.extra, same);
-    Value::Object(map)
+    let tools = encode_tools(&request.tools, Vendor::OpenaiResponses, |t| {
+        encode_function_tool(
+            obj(json!({"type": "function", "name": t.name})),
+            t,
+            "parameters",
+            same,
+        )
+    });
+    let tool_choice = request.tool_choice.as_ref().map(encode_tool_choice);
+    put_tool_settings(&mut map, request, tools, tool_choice, "max_output_tokens");
+    finish_request(map, request, None, same)
 }
 
 fn push_block(messages: &mut Vec<Message>, role: Role, block: ContentBlock) {
@@ -146,19 +126,7 @@ fn decode_items(items: &[Value], system: &mut Option<System>) -> Result<Vec<Mess
                     "user" => Role::User,
                     "assistant" => Role::Assistant,
                     "system" | "developer" => {
-                        let text = match m.get("content") {
-                            Some(Value::String(s)) => s.clone(),
-                            Some(Value::Array(parts)) => parts
-                                .iter()
-                                .filter_map(|p| p.get("text").and_then(Value::as_str))
-                                .collect::<Vec<_>>()
-                                .join("\n\n"),
-                            _ => String::new(),
-                        };
-                        *system = Some(match system.take() {
-                            None => System::Text(text),
-                            Some(s) => System::Text(format!("{}\n\n{text}", s.text())),
-                        });
+                        add_system_text(system, m.get("content"));
                         continue;
                     }
                     other => {
@@ -536,61 +504,11 @@ fn encode_items(messages: &[Message], same: bool, output: bool) -> Vec<Value> {
 
 fn decode_tool(value: &Value) -> Result<ToolDefinition> {
     let mut m = to_object(value, "tools[]")?;
-    if m.get("type").and_then(Value::as_str) != Some("function") {
-        let kind = m
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        return Ok(ToolDefinition::BuiltIn {
-            vendor: Vendor::OpenaiResponses,
-            kind,
-            data: value.clone(),
-        });
+    if let Some(hosted) = hosted_tool(value, Vendor::OpenaiResponses) {
+        return Ok(hosted);
     }
     m.remove("type");
-    let name = take_str(&mut m, "name").ok_or_else(|| ConversionError::field("tools[].name"))?;
-    let description = take_str(&mut m, "description");
-    let input_schema = m
-        .remove("parameters")
-        .unwrap_or_else(|| json!({"type": "object"}));
-    let allowed_callers = match m.remove("allowed_callers") {
-        Some(Value::Array(items)) => items
-            .iter()
-            .filter_map(|s| s.as_str().map(str::to_owned))
-            .collect(),
-        _ => Vec::new(),
-    };
-    Ok(ToolDefinition::Function(FunctionTool {
-        name,
-        description,
-        input_schema,
-        allowed_callers,
-        extra: m,
-    }))
-}
-
-fn encode_tool(tool: &ToolDefinition, same: bool) -> Option<Value> {
-    match tool {
-        ToolDefinition::Function(t) => {
-            let mut m = obj(json!({"type": "function", "name": t.name}));
-            if let Some(d) = &t.description {
-                m.insert("description".into(), json!(d));
-            }
-            m.insert("parameters".into(), t.input_schema.clone());
-            if !t.allowed_callers.is_empty() {
-                m.insert("allowed_callers".into(), json!(t.allowed_callers));
-            }
-            extend(&mut m, &t.extra, same);
-            Some(Value::Object(m))
-        }
-        ToolDefinition::BuiltIn {
-            vendor: Vendor::OpenaiResponses,
-            data,
-            ..
-        } => Some(data.clone()),
-        ToolDefinition::BuiltIn { .. } => None,
-    }
+    decode_function_tool(m, "parameters")
 }
 
 fn decode_tool_choice(value: &Value) -> Option<ToolChoice> {
@@ -650,25 +568,12 @@ pub fn decode_response(body: &Value) -> Result<Turn> {
         }
         None => StopReason::EndTurn,
     };
-    let usage = match map.remove("usage") {
-        Some(Value::Object(mut u)) => {
-            let input_tokens = take_u64(&mut u, "input_tokens").unwrap_or(0);
-            let output_tokens = take_u64(&mut u, "output_tokens").unwrap_or(0);
-            u.remove("total_tokens");
-            let cache_read_input_tokens = u
-                .get("input_tokens_details")
-                .and_then(|d| d.get("cached_tokens"))
-                .and_then(Value::as_u64);
-            Usage {
-                input_tokens,
-                output_tokens,
-                cache_creation_input_tokens: None,
-                cache_read_input_tokens,
-                extra: u,
-            }
-        }
-        _ => Usage::default(),
-    };
+    let usage = decode_usage(
+        map.remove("usage"),
+        "input_tokens",
+        "output_tokens",
+        "input_tokens_details",
+    );
     Ok(Turn {
         origin: Some(Vendor::OpenaiResponses),
         id,

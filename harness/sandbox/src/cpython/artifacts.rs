@@ -159,17 +159,17 @@ impl Artifacts {
     pub(crate) fn read_stamped(
         &self,
         pin: &Pin,
-        key: Option<&[u8; crate::image::KEY_LEN]>,
+        key: Option<&[u8; crate::hmac::KEY_LEN]>,
     ) -> Result<Vec<u8>, ArtifactError> {
         let Some(key) = key else {
             return self.read(pin);
         };
         let path = self.dir.join(pin.name);
-        let stamp_path = crate::image::stamp_path(&path);
+        let stamp_path = crate::cache::stamp_path(&path);
         let stamp_of = |path: &Path| {
             std::fs::metadata(path)
                 .ok()
-                .map(|meta| crate::image::stamp(key, &meta, pin.sha256))
+                .map(|meta| crate::cache::stamp(key, &meta, pin.sha256))
         };
         let before = stamp_of(&path);
         let bytes = std::fs::read(&path).map_err(io(&path))?;
@@ -185,17 +185,39 @@ impl Artifacts {
         if let (Some(before), Some(after)) = (before, after)
             && before == after
         {
-            let _ = crate::image::write_atomically(&stamp_path, after.as_bytes());
+            let _ = crate::cache::write_atomically(&stamp_path, after.as_bytes());
         }
         Ok(bytes)
     }
 }
 
-/// The folder of this version under the cache directory.
-pub(crate) fn install_dir(cache_dir: &Path) -> PathBuf {
+/// Where the artifacts of the pinned version are installed under `cache_dir` (the folder
+/// of this version under the cache directory).
+pub fn install_dir(cache_dir: &Path) -> PathBuf {
     cache_dir
         .join("cpython")
         .join(format!("{PACKAGE}-{VERSION}"))
+}
+
+/// Checks every installed artifact of the pinned version under `cache_dir` against its
+/// pin (what each load does for the files it uses).
+pub fn verify(cache_dir: &Path) -> Result<(), ArtifactError> {
+    let installed = Artifacts::at(cache_dir);
+    for pin in MEMBERS {
+        installed.read(pin)?;
+    }
+    Ok(())
+}
+
+/// Fetches and verifies the CPython artifacts into `cache_dir` without building the
+/// image (`cordon fetch`).
+pub async fn fetch(
+    cache_dir: &Path,
+    progress: &(dyn Fn(&str) + Send + Sync),
+) -> Result<PathBuf, ArtifactError> {
+    ensure(cache_dir, progress)
+        .await
+        .map(|installed| installed.dir().to_owned())
 }
 
 /// The installed artifacts, fetching and extracting them first when needed. One process
@@ -501,9 +523,9 @@ mod tests {
         let artifacts = Artifacts {
             dir: dir.path().to_owned(),
         };
-        let key = [7u8; crate::image::KEY_LEN];
+        let key = [7u8; crate::hmac::KEY_LEN];
         assert_eq!(artifacts.read_stamped(&pin, Some(&key)).unwrap(), content);
-        let stamp = crate::image::stamp_path(&member);
+        let stamp = crate::cache::stamp_path(&member);
         assert!(stamp.exists(), "a verified member is stamped");
         // Stamped: read as it is (the stamp, not the hash, vouches for it).
         assert_eq!(artifacts.read_stamped(&pin, Some(&key)).unwrap(), content);
@@ -519,7 +541,7 @@ mod tests {
         assert!(artifacts.read_stamped(&pin, Some(&key)).is_ok());
         std::fs::write(&member, &changed).unwrap();
         let meta = std::fs::metadata(&member).unwrap();
-        let forged = crate::image::stamp(&[9u8; crate::image::KEY_LEN], &meta, pin.sha256);
+        let forged = crate::cache::stamp(&[9u8; crate::hmac::KEY_LEN], &meta, pin.sha256);
         std::fs::write(&stamp, forged).unwrap();
         assert!(artifacts.read_stamped(&pin, Some(&key)).is_err());
     }

@@ -6,7 +6,7 @@ use std::ops::Range;
 
 use crate::workspace::{Errno, errno};
 
-use super::FAULT;
+use super::abi::FAULT;
 
 /// Buffers one call may name, as Linux's `UIO_MAXIOV` (POSIX's `IOV_MAX`, 1024 in
 /// wasi-libc too): more is `EINVAL`. It bounds the host's table of them.

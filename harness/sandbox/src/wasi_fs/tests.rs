@@ -4,8 +4,18 @@
 use cordon_core::dispatch::EventSink;
 use cordon_protocol::execution::Limits;
 
-use super::*;
-use crate::workspace::FROZEN_NS;
+use std::sync::Arc;
+
+use super::abi::{OFLAG_CREAT, OFLAG_TRUNC, PREOPEN_FD, ROFS, rights};
+use super::calls::{
+    fd_filestat, fd_read, fd_write, file_offset, path_filestat, path_open, seek, seek_target,
+};
+use super::guest_memory::{MAX_PATH, path};
+use super::iovec;
+use super::{Mount, instance_mounts};
+use crate::host_state::HostState;
+use crate::meter::Meter;
+use crate::workspace::{Errno, FROZEN_NS, Kind, MAX_OFFSET, Quota, ROOT, Workspace, errno};
 
 /// Where the helpers below keep the iovec table and the buffer in guest memory.
 const TABLE: i32 = 0;

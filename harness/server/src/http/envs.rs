@@ -1,5 +1,5 @@
 //! Benchmark environments over HTTP (`/v1/envs`): the gym-style interface of
-//! `cordon-bench` — reset, step, evaluate — on isolated browser sessions of this server's
+//! `cordon-agent-bench` — reset, step, evaluate — on isolated browser sessions of this server's
 //! Chromium, with the reward read by Cordon from the page. The same routes serve the
 //! episodes of `cordon bench --policy external`, where bench registers each episode's
 //! environment and an outside agent drives it.
@@ -26,17 +26,17 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use base64::Engine as _;
-use cordon_bench::env::{EnvAction, Observation, WebEnv};
-use cordon_bench::pages::{PageRoot, PageServer};
-use cordon_bench::task::{Suite, Task, TaskDir, TaskKind};
-use cordon_bench::{BenchError, Transition};
+use cordon_agent_bench::env::{EnvAction, Observation, WebEnv};
+use cordon_agent_bench::page_server::{PageRoot, PageServer};
+use cordon_agent_bench::task::{Suite, Task, TaskDir, TaskKind};
+use cordon_agent_bench::{BenchError, Transition};
 use cordon_computer::browser::Browser;
 use cordon_computer::image::ImageFormat;
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::ApiJson;
+use super::extract::ApiJson;
 use crate::api::ErrorBody;
 use crate::error::ApiError;
 use cordon_core::ids::fresh_id;

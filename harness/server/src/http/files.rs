@@ -12,7 +12,9 @@ use cordon_sandbox::{Workspace, WorkspaceError};
 
 use cordon_protocol::time::rfc3339;
 
-use super::{AppState, body_rejection, created};
+use super::app_state::AppState;
+use super::created::created;
+use super::extract::body_rejection;
 use crate::api::{ErrorBody, FileInfo, FileList};
 use crate::error::ApiError;
 
@@ -26,7 +28,7 @@ pub(super) fn routes() -> Router<AppState> {
 }
 
 fn workspace(app: &AppState, id: &str) -> Result<Workspace, ApiError> {
-    Ok(app.hub.live_sandbox(id)?.workspace.clone())
+    Ok(app.sandboxes.live_sandbox(id)?.workspace.clone())
 }
 
 fn workspace_error(error: WorkspaceError) -> ApiError {

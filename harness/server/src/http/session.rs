@@ -3,10 +3,8 @@
 //! gateway's session events; the state goes to the store after every turn, so a session
 //! outlives the process, until it has been idle for the session time to live.
 
-use std::collections::HashSet;
 use std::convert::Infallible;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::sync::{Arc, PoisonError};
 
 use axum::Router;
 use axum::extract::{Path, State};
@@ -18,48 +16,11 @@ use cordon_gateway::Credential;
 use cordon_gateway::session::{SessionError, SessionEvent, SessionInput, SessionState};
 use serde_json::{Value, json};
 
-use super::AppState;
-use super::gateway::Mount;
+use super::app_state::AppState;
+use super::gateway_headers::credential;
+use super::gateway_mount::Mount;
 use crate::api::ErrorBody;
 use crate::error::ApiError;
-
-/// Sessions idle longer than this expire unless told otherwise.
-pub const DEFAULT_SESSION_TTL: Duration = Duration::from_secs(60 * 60);
-
-/// What the server keeps about sessions besides the store.
-#[derive(Debug)]
-pub(crate) struct Sessions {
-    /// Idle time after which a session expires.
-    pub(crate) ttl: Duration,
-    /// The model of sessions that name none.
-    pub(crate) default_model: Option<String>,
-    /// Sessions running a turn now: one turn at a time per session.
-    busy: Mutex<HashSet<String>>,
-}
-
-impl Sessions {
-    pub(crate) fn new(ttl: Duration, default_model: Option<String>) -> Self {
-        Sessions {
-            ttl,
-            default_model,
-            busy: Mutex::new(HashSet::new()),
-        }
-    }
-
-    fn claim(&self, id: &str) -> bool {
-        self.busy
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(id.to_owned())
-    }
-
-    fn release(&self, id: &str) {
-        self.busy
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(id);
-    }
-}
 
 pub(super) fn routes() -> Router<AppState> {
     Router::new().route("/session", put(create)).route(
@@ -99,22 +60,6 @@ fn json_body(body: &[u8]) -> Result<Value, ApiError> {
             format!("the body is not valid JSON: {error}"),
         )),
     }
-}
-
-fn credential(headers: &HeaderMap) -> Option<Credential> {
-    let text = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::trim)
-            .filter(|v| !v.is_empty())
-            .map(str::to_owned)
-    };
-    text("x-api-key")
-        .or_else(|| {
-            text("authorization").and_then(|v| v.strip_prefix("Bearer ").map(str::to_owned))
-        })
-        .map(Credential)
 }
 
 /// A session's state from the store: 404 when unknown, 410 when idle past its time.

@@ -9,34 +9,9 @@ use serde_json::Value;
 
 use cordon_core::clock::now_ms;
 
-use super::{Result, Store, lock, to_i64, to_u64};
-
-pub(super) const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS conversations (
-    id          TEXT PRIMARY KEY,
-    upstream    TEXT NOT NULL,
-    created_ms  INTEGER NOT NULL,
-    updated_ms  INTEGER NOT NULL,
-    entries     INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS conversation_entries (
-    conversation_id TEXT NOT NULL,
-    seq             INTEGER NOT NULL,
-    kind            TEXT NOT NULL,
-    call_id         TEXT,
-    round           INTEGER,
-    duration_ms     INTEGER,
-    data            TEXT NOT NULL,
-    at_ms           INTEGER NOT NULL,
-    PRIMARY KEY (conversation_id, seq)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS responses (
-    id          TEXT PRIMARY KEY,
-    parent      TEXT,
-    items       TEXT NOT NULL,
-    created_ms  INTEGER NOT NULL
-);
-";
+use super::columns::{row_tuple, to_i64, to_u64};
+use super::error::Result;
+use super::handle::{Store, lock};
 
 /// One stored conversation entry.
 #[derive(Debug, Clone, PartialEq)]
@@ -86,6 +61,18 @@ pub struct NewConversationEntry<'a> {
     /// The entry itself.
     pub data: &'a Value,
 }
+
+/// The columns of a conversation entry [`Store::conversation`] reads, in the order of its
+/// `SELECT`.
+type EntryColumns = (
+    i64,
+    String,
+    Option<String>,
+    Option<i64>,
+    Option<i64>,
+    String,
+    i64,
+);
 
 impl Store {
     /// Creates the conversation unless it exists.
@@ -145,13 +132,7 @@ impl Store {
             .query_row(
                 "SELECT upstream, created_ms, updated_ms FROM conversations WHERE id = ?1",
                 params![id],
-                |row| {
-                    Ok((
-                        row.get::<_, String>(0)?,
-                        row.get::<_, i64>(1)?,
-                        row.get::<_, i64>(2)?,
-                    ))
-                },
+                row_tuple::<(String, i64, i64)>,
             )
             .optional()?;
         let Some((upstream, created, updated)) = head else {
@@ -161,17 +142,7 @@ impl Store {
             "SELECT seq, kind, call_id, round, duration_ms, data, at_ms FROM conversation_entries \
              WHERE conversation_id = ?1 ORDER BY seq",
         )?;
-        let rows = statement.query_map(params![id], |row| {
-            Ok((
-                row.get::<_, i64>(0)?,
-                row.get::<_, String>(1)?,
-                row.get::<_, Option<String>>(2)?,
-                row.get::<_, Option<i64>>(3)?,
-                row.get::<_, Option<i64>>(4)?,
-                row.get::<_, String>(5)?,
-                row.get::<_, i64>(6)?,
-            ))
-        })?;
+        let rows = statement.query_map(params![id], row_tuple::<EntryColumns>)?;
         let mut entries = Vec::new();
         for row in rows {
             let (seq, kind, call_id, round, duration, data, at) = row?;

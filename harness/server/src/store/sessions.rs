@@ -5,16 +5,9 @@ use rusqlite::{OptionalExtension, params};
 
 use cordon_core::clock::now_ms;
 
-use super::{Result, Store, lock, to_i64, to_u64};
-
-pub(super) const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS sessions (
-    id          TEXT PRIMARY KEY,
-    state       TEXT NOT NULL,
-    created_ms  INTEGER NOT NULL,
-    updated_ms  INTEGER NOT NULL
-);
-";
+use super::columns::{to_i64, to_u64};
+use super::error::Result;
+use super::handle::{Store, lock};
 
 impl Store {
     /// Writes a session's state (creating the row the first time).

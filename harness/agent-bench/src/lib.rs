@@ -1,0 +1,53 @@
+//! Benchmark mode for Cordon: task suites run through both engines, scored by the harness,
+//! with a report people look at.
+//!
+//! - [`task`]: the suite format (a directory of `task.json` files; `docs/bench.md`) and the
+//!   [`builtin`] suite compiled into the binary;
+//! - [`env`]: the gym-style interface over the computer engine — [`WebEnv::reset`],
+//!   [`WebEnv::step`], [`WebEnv::evaluate`] — whose reward is read from the page;
+//! - [`code`]: the same over the sandbox, with a checker program as the reward;
+//! - [`page_server`]: a loopback server for the tasks' own pages;
+//! - [`run`]: parallel, resumable runs that write `results.json`; [`report`]: `report.html`.
+//!
+//! ```no_run
+//! # async fn demo() -> cordon_agent_bench::Result<()> {
+//! use std::sync::Arc;
+//! use cordon_agent_bench::env::{EnvAction, WebEnv};
+//! use cordon_agent_bench::page_server::{PageRoot, PageServer};
+//! use cordon_agent_bench::task::Suite;
+//! use cordon_computer::browser::{Browser, BrowserOptions};
+//!
+//! let browser = Browser::launch(BrowserOptions::default()).await?;
+//! let pages = Arc::new(PageServer::start(PageRoot::Builtin).await?);
+//! let suite = Suite::builtin();
+//! let task = Arc::new(suite.entries[0].task.clone().expect("a valid task"));
+//! let mut env = WebEnv::new(browser, Some(pages));
+//! let first = env.reset(task, 0).await?;
+//! println!("{} {:?}", first.url, first.screenshot.map(|s| s.size));
+//! let t = env
+//!     .step(EnvAction::from_value(serde_json::json!(
+//!         {"action": "left_click", "coordinate": [200, 96]})).expect("an action"))
+//!     .await?;
+//! println!("reward {} done {} status {}", t.reward, t.done, t.info.status);
+//! # Ok(()) }
+//! ```
+
+pub mod builtin;
+pub mod code;
+#[cfg(feature = "desktop")]
+mod desktop;
+mod engines;
+pub mod env;
+mod episode;
+mod error;
+mod options;
+pub mod page_server;
+mod progress;
+pub mod report;
+mod results;
+pub mod run;
+mod script;
+pub mod task;
+
+pub use env::{EnvAction, Observation, Transition, WebEnv};
+pub use error::{BenchError, PolicyError, Result};

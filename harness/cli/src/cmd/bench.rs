@@ -1,0 +1,252 @@
+//! `cordon bench`: runs a task suite through Cordon's engines and writes `results.json` and
+//! `report.html` (docs/bench.md).
+
+mod policies;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use clap::{Args, ValueEnum};
+use cordon_agent_bench::run::{Policy, RunOptions, run_suite};
+use cordon_agent_bench::task::Suite;
+use cordon_computer::browser::BrowserOptions;
+
+use policies::{ExternalPolicy, UpstreamPolicy};
+
+/// Who chooses the actions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PolicyArg {
+    /// Each task's own script: `script.jsonl` (web) or `solution.py` (code).
+    Script,
+    /// Another agent drives each episode over HTTP (`/v1/envs/{id}/step`); bench only
+    /// scores. Bench serves the episodes itself on `--addr` and prints each one's URL.
+    External,
+    /// A model through an upstream API (`--upstream anthropic=URL`) drives web episodes.
+    Upstream,
+}
+
+/// Run a task suite (web and code tasks) and write RUN_DIR/results.json and a
+/// self-contained RUN_DIR/report.html.
+#[derive(Debug, Args)]
+#[command(after_long_help = "\
+Each (task, seed) is an episode on its own isolated browser session or sandbox. The reward is
+read by Cordon from the page (a JavaScript predicate or a DOM query) or from the task's checker
+program, never from the policy. Episodes run in parallel (--jobs); each finished one is recorded
+at once, so --resume RUN_DIR runs only the rest. Exit status: 0 when every episode succeeded,
+1 otherwise, 2 on bad input. The suite format: docs/bench.md.
+
+Examples:
+  cordon bench --suite builtin --policy script --out runs/smoke --no-browser-sandbox
+  cordon bench --suite ./my-suite --policy script --out runs/a --jobs 4 --dpr 2
+  cordon bench --resume runs/a
+  CORDON_UPSTREAM_KEY=... cordon bench --suite builtin --policy upstream \\
+      --upstream anthropic=https://api.anthropic.com --out runs/model
+  cordon bench --suite builtin --policy external --out runs/agent   # prints each episode's URL")]
+pub struct BenchArgs {
+    /// `builtin` (web tasks compiled into cordon: forms, dialogs, scrolling, autocomplete,
+    /// drag) or a suite directory: one sub-directory per task with a task.json.
+    #[arg(long, value_name = "DIR|builtin")]
+    suite: Option<String>,
+    /// Who chooses the actions.
+    #[arg(long, value_enum)]
+    policy: Option<PolicyArg>,
+    /// The run directory (created): results.json, report.html, episodes/<id>/.
+    #[arg(long, value_name = "RUN_DIR")]
+    out: Option<PathBuf>,
+    /// Continue a run: episodes already recorded in RUN_DIR are kept, the others run. The
+    /// suite and policy default to the run's own.
+    #[arg(long, value_name = "RUN_DIR", conflicts_with = "out")]
+    resume: Option<PathBuf>,
+    /// Episodes at once (each an isolated browser context or sandbox).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    jobs: usize,
+    /// Run every web task at this device pixel ratio (1 or 2) whatever the task says.
+    #[arg(long, value_name = "1|2")]
+    dpr: Option<f64>,
+    /// Only these tasks (by id; repeatable).
+    #[arg(long = "task", value_name = "ID")]
+    tasks: Vec<String>,
+    /// The model for `--policy upstream`: `anthropic=URL` (its key in CORDON_UPSTREAM_KEY).
+    #[arg(long, value_name = "API=URL")]
+    upstream: Option<String>,
+    /// The model name sent upstream.
+    #[arg(long, default_value = "claude-sonnet-4-5", value_name = "NAME")]
+    model: String,
+    /// Where `--policy external` serves the episodes.
+    #[arg(long, default_value = "127.0.0.1:0", value_name = "HOST:PORT")]
+    addr: String,
+    /// Path of the Chromium binary.
+    #[arg(long, env = "CORDON_CHROMIUM", value_name = "PATH")]
+    chromium: Option<PathBuf>,
+    /// Start Chromium without its own sandbox (needed when running as root).
+    #[arg(long)]
+    no_browser_sandbox: bool,
+    /// Plain progress lines even on a terminal.
+    #[arg(long)]
+    no_progress_bar: bool,
+}
+
+pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    let (out, resume) = match (&args.out, &args.resume) {
+        (Some(out), None) => (out.clone(), false),
+        (None, Some(dir)) => (dir.clone(), true),
+        _ => bail!("give --out RUN_DIR for a new run, or --resume RUN_DIR to continue one"),
+    };
+    let earlier: serde_json::Value = if resume {
+        let text = std::fs::read_to_string(out.join("run.json")).with_context(|| {
+            format!(
+                "{} is not a bench run directory (no run.json)",
+                out.display()
+            )
+        })?;
+        serde_json::from_str(&text).context("run.json")?
+    } else {
+        serde_json::Value::Null
+    };
+    let suite_name = args
+        .suite
+        .clone()
+        .or_else(|| earlier["suite"].as_str().map(str::to_owned))
+        .context("--suite DIR|builtin is required")?;
+    let policy = match args.policy {
+        Some(p) => p,
+        None => match earlier["policy"].as_str() {
+            Some("script") => PolicyArg::Script,
+            Some("external") => PolicyArg::External,
+            Some("upstream") => PolicyArg::Upstream,
+            _ => bail!("--policy script|external|upstream is required"),
+        },
+    };
+    let dpr = args.dpr.or_else(|| earlier["dpr"].as_f64());
+    if let Some(d) = dpr
+        && d != 1.0
+        && d != 2.0
+    {
+        bail!("--dpr must be 1 or 2, not {d}");
+    }
+    let mut suite = if suite_name == "builtin" {
+        Suite::builtin()
+    } else {
+        Suite::load(std::path::Path::new(&suite_name))?
+    };
+    if !args.tasks.is_empty() {
+        let unknown: Vec<&String> = args
+            .tasks
+            .iter()
+            .filter(|t| !suite.entries.iter().any(|e| &e.id == *t))
+            .collect();
+        if !unknown.is_empty() {
+            let known: Vec<&str> = suite.entries.iter().map(|e| e.id.as_str()).collect();
+            bail!("no task {unknown:?} in the suite; it has {known:?}");
+        }
+        suite.entries.retain(|e| args.tasks.contains(&e.id));
+    }
+    for entry in &suite.entries {
+        if let Err(reason) = &entry.task {
+            eprintln!("bench: task {} cannot run: {reason}", entry.id);
+        }
+    }
+    if !resume && holds_a_run(&out) {
+        bail!(
+            "{dir} already holds a bench run; a new run there would overwrite it: continue it \
+             with `cordon bench --resume {dir}`, or give --out a new directory",
+            dir = out.display()
+        );
+    }
+    let mut browser = BrowserOptions::default();
+    if let Some(path) = &args.chromium {
+        browser = browser.executable(path);
+    }
+    browser.no_sandbox = args.no_browser_sandbox;
+    let policy = match policy {
+        PolicyArg::Script => Policy::Script,
+        PolicyArg::Upstream => {
+            let spec = args
+                .upstream
+                .as_deref()
+                .context("--policy upstream needs --upstream API=URL")?;
+            Policy::Driver(Arc::new(UpstreamPolicy::new(spec, &args.model)?))
+        }
+        PolicyArg::External => Policy::Driver(Arc::new(ExternalPolicy::start(&args.addr).await?)),
+    };
+    let options = RunOptions::new(out.clone(), policy)
+        .jobs(args.jobs)
+        .dpr(dpr)
+        .resume(resume)
+        .progress_bar(
+            !args.no_progress_bar && std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        );
+    let results = run_suite(&suite, browser, options).await?;
+    print_summary(&results);
+    eprintln!(
+        "bench: wrote {} and {}",
+        out.join("results.json").display(),
+        out.join("report.html").display()
+    );
+    Ok(if results.summary.succeeded == results.summary.episodes {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// Whether `dir` holds (part of) a bench run: its metadata, results or episodes.
+fn holds_a_run(dir: &Path) -> bool {
+    ["run.json", "results.json", "episodes"]
+        .iter()
+        .any(|name| dir.join(name).exists())
+}
+
+/// The table of episodes and the summary line; the rate is the run's own, over the
+/// episodes this invocation ran (a resume keeps the others).
+fn print_summary(results: &cordon_agent_bench::run::RunResults) {
+    println!(
+        "{:<24} {:>8} {:>7} {:>6} {:>10}  note",
+        "episode", "result", "reward", "steps", "ms"
+    );
+    for e in &results.episodes {
+        let verdict = if e.success {
+            "success"
+        } else if e.error.is_some() {
+            "error"
+        } else {
+            "failed"
+        };
+        let note = e.error.clone().unwrap_or_else(|| {
+            if e.truncated {
+                "hit its cap".into()
+            } else {
+                String::new()
+            }
+        });
+        println!(
+            "{:<24} {:>8} {:>7} {:>6} {:>10.0}  {}",
+            e.id, verdict, e.reward, e.steps, e.duration_ms, note
+        );
+    }
+    let s = &results.summary;
+    let pace = match s.episodes_per_minute {
+        None => "nothing left to run".to_owned(),
+        Some(rate) if s.episodes_run == s.episodes => {
+            format!("{rate:.1} episodes/min over {} s", s.run_seconds)
+        }
+        Some(rate) => format!(
+            "{} episodes run, {rate:.1}/min over {} s",
+            s.episodes_run, s.run_seconds
+        ),
+    };
+    println!(
+        "\n{}/{} succeeded ({:.0}%), mean reward {}, mean steps {}; step ms p50 {} p90 {} p99 {}; \
+         {pace}",
+        s.succeeded,
+        s.episodes,
+        s.success_rate * 100.0,
+        s.mean_reward,
+        s.mean_steps,
+        s.step_ms.p50,
+        s.step_ms.p90,
+        s.step_ms.p99,
+    );
+}

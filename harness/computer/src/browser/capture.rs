@@ -1,0 +1,159 @@
+//! One capture of the page at the model's size: the first frame of a screencast for the
+//! whole viewport, `Page.captureScreenshot` with `clip.scale` otherwise.
+
+use super::cdp::cdp;
+use super::session::BrowserSession;
+use crate::display::CapturePlan;
+use crate::error::{Error, Result};
+use crate::image::{EncodedImage, ImageFormat, fit};
+use base64::Engine as _;
+use chromiumoxide::cdp::browser_protocol::page::{
+    CaptureScreenshotFormat, CaptureScreenshotParams, GetLayoutMetricsParams,
+    ScreencastFrameAckParams, StartScreencastFormat, StartScreencastParams, StopScreencastParams,
+    Viewport,
+};
+use futures::{FutureExt as _, StreamExt as _};
+use std::time::Duration;
+
+/// How long a capture waits for the screencast's first frame before it asks
+/// `Page.captureScreenshot` instead.
+const SCREENCAST_WAIT: Duration = Duration::from_millis(500);
+
+impl BrowserSession {
+    /// One capture; also returns the scroll offset the clip was placed at.
+    pub(super) async fn capture_once(
+        &mut self,
+        plan: &CapturePlan,
+        format: ImageFormat,
+    ) -> Result<(EncodedImage, (f64, f64))> {
+        // Chromium renders the clip at the planned scale, so the model's size arrives
+        // without a resize here. That costs about a frame (~15 ms): Chromium re-renders the
+        // page at the new scale. Capturing at scale 1 and resizing here (decode + SIMD
+        // resize + encode) was measured too, and was slower on 2 loaded cores.
+        //
+        if self.screencast_fits(plan)
+            && let Some((data, at)) = self.screencast_frame(plan, format).await?
+        {
+            self.scroll_hint = None;
+            return Ok((fit(data, format, plan.out, format)?, at));
+        }
+        // The clip is in document coordinates, so add the scroll offset, read now because
+        // wheel scrolling lands on the compositor after the page's own turn (measured: an
+        // offset read while settling was stale at DPR 2).
+        let (page_x, page_y) = match self.scroll_hint.take() {
+            Some(offset) => offset,
+            None => {
+                let m = self
+                    .page
+                    .execute(GetLayoutMetricsParams::default())
+                    .await
+                    .map_err(cdp)?;
+                (
+                    m.result.css_visual_viewport.page_x,
+                    m.result.css_visual_viewport.page_y,
+                )
+            }
+        };
+        let clip = Viewport {
+            x: plan.clip.x + page_x,
+            y: plan.clip.y + page_y,
+            width: plan.clip.width,
+            height: plan.clip.height,
+            scale: plan.scale,
+        };
+        let data = self.screenshot(format, clip).await?;
+        Ok((fit(data, format, plan.out, format)?, (page_x, page_y)))
+    }
+
+    /// Whether `plan` is the whole viewport shown at the model's size, which the
+    /// screencast delivers directly.
+    fn screencast_fits(&self, plan: &CapturePlan) -> bool {
+        self.screencast
+            && plan.clip.x == 0.0
+            && plan.clip.y == 0.0
+            && plan.clip.width == f64::from(self.viewport.width)
+            && plan.clip.height == f64::from(self.viewport.height)
+            && plan.out.width <= self.viewport.width
+            && plan.out.height <= self.viewport.height
+    }
+
+    /// The whole viewport at the model's size from a screencast started now and stopped
+    /// after its first frame: the compositor scales the frame (`maxWidth`/`maxHeight`)
+    /// and draws it for the screencast, so no re-render at another scale is needed (that
+    /// costs `clip.scale` a frame). The first frame is drawn after the start, so after
+    /// the input (checked: 0 stale frames in 300 steps at DPR 1 and 2). Also returns the
+    /// scroll offset the frame was drawn at. `None`: no frame came in time (the caller
+    /// falls back to `Page.captureScreenshot`).
+    async fn screencast_frame(
+        &mut self,
+        plan: &CapturePlan,
+        format: ImageFormat,
+    ) -> Result<Option<(Vec<u8>, (f64, f64))>> {
+        // Frames of an earlier capture that came after its stop.
+        while let Some(Some(_)) = self.net.frames.next().now_or_never() {}
+        let (cast_format, quality) = match format {
+            ImageFormat::Png => (StartScreencastFormat::Png, None),
+            ImageFormat::Jpeg { quality } => {
+                (StartScreencastFormat::Jpeg, Some(i64::from(quality)))
+            }
+        };
+        self.page
+            .execute(StartScreencastParams {
+                format: Some(cast_format),
+                quality,
+                max_width: Some(i64::from(plan.out.width)),
+                max_height: Some(i64::from(plan.out.height)),
+                every_nth_frame: Some(1),
+            })
+            .await
+            .map_err(cdp)?;
+        let frame = tokio::time::timeout(SCREENCAST_WAIT, self.net.frames.next()).await;
+        let Ok(Some(frame)) = frame else {
+            self.page
+                .execute(StopScreencastParams::default())
+                .await
+                .map_err(cdp)?;
+            return Ok(None);
+        };
+        // The stop and the frame's acknowledgement travel together: one round trip to the
+        // browser instead of two, on every step. The stop must reach the browser first (an
+        // ack before it could let another frame be drawn for this screencast): `join` polls
+        // its first future first, and a command is queued on its first poll.
+        let (stopped, _acked) = futures::future::join(
+            self.page.execute(StopScreencastParams::default()),
+            self.page
+                .execute(ScreencastFrameAckParams::new(frame.session_id)),
+        )
+        .await;
+        stopped.map_err(cdp)?;
+        let b64: &str = frame.data.as_ref();
+        let data = base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .map_err(|e| Error::Browser(format!("screencast frame: {e}")))?;
+        let m = &frame.metadata;
+        Ok(Some((data, (m.scroll_offset_x, m.scroll_offset_y))))
+    }
+
+    /// `Page.captureScreenshot` of `clip`, decoded from base64.
+    async fn screenshot(&mut self, format: ImageFormat, clip: Viewport) -> Result<Vec<u8>> {
+        let (cdp_format, quality) = match format {
+            ImageFormat::Png => (CaptureScreenshotFormat::Png, None),
+            ImageFormat::Jpeg { quality } => {
+                (CaptureScreenshotFormat::Jpeg, Some(i64::from(quality)))
+            }
+        };
+        let params = CaptureScreenshotParams {
+            format: Some(cdp_format),
+            quality,
+            clip: Some(clip),
+            from_surface: Some(true),
+            capture_beyond_viewport: Some(false),
+            optimize_for_speed: Some(true),
+        };
+        let shot = self.page.execute(params).await.map_err(cdp)?;
+        let b64: &str = shot.result.data.as_ref();
+        base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .map_err(|e| Error::Browser(format!("screenshot data: {e}")))
+    }
+}

@@ -1,0 +1,57 @@
+//! The Chromium backend (feature `browser`): one browser process, one BrowserContext per
+//! session, input through CDP `Input.*`, capture with `Page.captureScreenshot` at the model
+//! size (`clip.scale`).
+//!
+//! Isolation: every session's context is routed through the session's own SOCKS5 proxy
+//! (`socks`), which checks the allow- and block-list by name, resolves the name itself,
+//! refuses private-network addresses (unless allowed) and block-listed addresses, and
+//! connects to the address it checked; this covers pages, popups, iframes, workers and
+//! WebSockets. On top of that a browser-wide `Fetch` interception refuses block-listed
+//! origins and non-web schemes for every target. WebRTC may not send UDP around the proxy
+//! (`--webrtc-ip-handling-policy=disable_non_proxied_udp`). A session keeps at most
+//! [`MAX_OPEN_PAGES`] pages open; the page's extra windows are closed as they open.
+//! Downloads are denied per context unless allowed.
+//!
+//! The files, leaves first:
+//! - `options`: [`BrowserOptions`], [`SessionOptions`] and their defaults and limits;
+//! - `cdp`: the CDP error conversion, page evaluation, the `Sync` stream wrapper;
+//! - `chromium`: starting one Chromium process (its flags, its profile, the root check);
+//! - `state`: what a browser shares with its sessions and tasks (generations, refusals);
+//! - `lifecycle`: [`Browser`]: launch, watchdog, restart after a loss, close;
+//! - `request_guard`: the browser-wide `Fetch` interception (origin and navigation policy);
+//! - `page_warden`: the per-session page cap and the stream of new pages;
+//! - `net_watch`: a page's requests, loads, URL and file choosers, from CDP events;
+//! - `page_setup`: viewport, DPR, file-chooser interception and the motion script;
+//! - `session`: [`BrowserSession`]: opening, its handles, closing;
+//! - `inspect`: the element under a point or holding focus, and the current URL;
+//! - `popups`: following popups and tabs, and leaving refused ones;
+//! - `input`: screen ops as CDP input, text, navigation and history;
+//! - `settle`: waiting for the page to react, go quiet and hold still around the capture;
+//! - `file_chooser`: answering file choosers with the session's upload files;
+//! - `capture`: one screencast frame or `Page.captureScreenshot` at the model's size;
+//! - `backend`: the [`Backend`](crate::Backend) impl, guarded against a lost Chromium.
+
+mod backend;
+mod capture;
+mod cdp;
+mod chromium;
+mod file_chooser;
+mod input;
+mod inspect;
+mod lifecycle;
+mod net_watch;
+mod options;
+mod page_setup;
+mod page_warden;
+mod popups;
+mod request_guard;
+mod session;
+mod settle;
+mod state;
+
+pub use chromium::running_as_root;
+pub use lifecycle::Browser;
+pub use options::{
+    BrowserOptions, DEFAULT_CHROMIUM, DEFAULT_SETTLE_TIMEOUT, MAX_OPEN_PAGES, SessionOptions,
+};
+pub use session::BrowserSession;

@@ -1,0 +1,85 @@
+//! Following the popups and tabs a page opens: the newest becomes the session's page, and
+//! the session goes back to the opener when the request guard closed the popup.
+
+use super::cdp::cdp;
+use super::net_watch::NetWatch;
+use super::page_setup::prepare_page;
+use super::session::BrowserSession;
+use super::state::locked;
+use crate::error::Result;
+use chromiumoxide::cdp::browser_protocol::target::TargetId;
+use std::time::Duration;
+
+impl BrowserSession {
+    /// Makes the newest popup the session's page, as a person would see the new tab. The
+    /// opener is hidden from then on (Chromium stops drawing it), so staying on it would
+    /// leave the model with a stale or missing screenshot.
+    pub(super) async fn follow(
+        &mut self,
+        target: TargetId,
+        deadline: tokio::time::Instant,
+    ) -> Result<()> {
+        if &target == self.page.target_id() || self.popup_refused(&target) {
+            return Ok(());
+        }
+        // chromiumoxide registers the page once it has attached to the new target.
+        let page = loop {
+            let found = self
+                .browser
+                .shared
+                .browser
+                .read()
+                .await
+                .get_page(target.clone())
+                .await;
+            match found {
+                Ok(p) => break p,
+                Err(_) if self.popup_refused(&target) => return Ok(()),
+                Err(_) if tokio::time::Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                Err(e) => return Err(cdp(format!("popup never became ready: {e}"))),
+            }
+        };
+        let ready = async {
+            prepare_page(&page, self.viewport, self.dpr).await?;
+            NetWatch::new(&page).await
+        };
+        self.net = match ready.await {
+            Ok(net) => net,
+            // Closed under us: its first document was refused.
+            Err(_) if self.popup_refused(&target) => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        // The popup may already be loading; treat it as such until it reports stopping.
+        self.net.loading = true;
+        let old = std::mem::replace(&mut self.page, page);
+        self.earlier_pages.push(old);
+        Ok(())
+    }
+
+    /// Goes back to the opener when the page followed is a popup the request guard closed
+    /// (its first document was refused). Returns whether it did.
+    pub(super) async fn leave_refused_popup(&mut self) -> Result<bool> {
+        if !self.popup_refused(self.page.target_id()) {
+            return Ok(false);
+        }
+        let Some(opener) = self.earlier_pages.pop() else {
+            return Ok(false);
+        };
+        self.net = NetWatch::new(&opener).await?;
+        self.page = opener;
+        Ok(true)
+    }
+
+    /// Whether the request guard closed popup `target` because its first document was
+    /// refused (the session stays on its opener).
+    fn popup_refused(&self, target: &TargetId) -> bool {
+        locked(&self.browser.shared.refused)
+            .get(&self.id)
+            .is_some_and(|l| {
+                l.iter()
+                    .any(|r| r.closed_popup.as_deref() == Some(target.inner()))
+            })
+    }
+}

@@ -1,0 +1,194 @@
+//! Code calls of this front door: a program run for the model's call and shown to the
+//! client as a server tool, and a suspended program resumed with the client's results.
+
+use std::time::Instant;
+
+use cordon_protocol::conversation::{
+    CODE_TOOL, ContentBlock, Extra, Message, Request, Role, StopReason, ToolCall, ToolResult,
+    ToolResultContent, Turn,
+};
+use cordon_protocol::execution::ClientToolResult;
+use serde_json::{Value, json};
+
+use super::failure::{Fail, bad_request};
+use super::request_state::RequestState;
+use crate::code_output::client_result;
+use crate::containers::{self, Outcome};
+use crate::record::Entry;
+use crate::tool_calls::{
+    CONTAINER_BUSY, NO_CODE, code_of, error_result, program_result, push_user, run_program,
+};
+
+impl RequestState<'_> {
+    /// Resumes the container's suspended program with the results in the last user
+    /// message. Returns the reply when the program suspends again.
+    pub(super) async fn resume_program(
+        &mut self,
+        request: &Request,
+        view: &mut Vec<Message>,
+    ) -> Result<Option<Turn>, Fail> {
+        let Some(container) = self.container.clone() else {
+            return Ok(None);
+        };
+        let mut slot = container.running.lock().await;
+        let Some(running) = slot.take() else {
+            return Ok(None);
+        };
+        let Some(last) = request.messages.last().filter(|m| m.role == Role::User) else {
+            *slot = Some(running);
+            return Ok(None);
+        };
+        let mut results = Vec::new();
+        for block in &last.content {
+            if let ContentBlock::ToolResult(r) = block
+                && running.pending.contains(&r.call_id)
+            {
+                results.push(ClientToolResult {
+                    call_id: r.call_id.clone(),
+                    output: program_value(&r.content),
+                    is_error: r.is_error,
+                });
+            }
+        }
+        if results.len() < running.pending.len() {
+            // The program resumes only with every result it waits for (a part would leave it
+            // waiting, and this request with it); nothing is applied and it stays suspended.
+            let missing: Vec<&str> = running
+                .pending
+                .iter()
+                .filter(|id| !results.iter().any(|r| &r.call_id == *id))
+                .map(String::as_str)
+                .collect();
+            let message = if results.is_empty() {
+                format!(
+                    "container `{}` has a program waiting for tool results ({}); answer them \
+                     with tool_result blocks",
+                    container.id,
+                    missing.join(", ")
+                )
+            } else {
+                format!(
+                    "container `{}`: the program waits for every call it made; tool results are \
+                     missing for {}",
+                    container.id,
+                    missing.join(", ")
+                )
+            };
+            *slot = Some(running);
+            return Err(bad_request(message));
+        }
+        let server_id = running.server_id.clone();
+        let kind = running.kind.clone();
+        let started = Instant::now();
+        let (outcome, still) = containers::resume(running, results)
+            .await
+            .map_err(|e| bad_request(format!("tool results for the program: {e}")))?;
+        *slot = still;
+        drop(slot);
+        match outcome {
+            Outcome::Suspended(calls) => {
+                let content = self.program_blocks(&calls, &server_id, &kind);
+                Ok(Some(self.reply_turn(content, StopReason::ToolUse, None)))
+            }
+            Outcome::Done(result) => {
+                self.record(
+                    Entry::new(
+                        "tool_result",
+                        json!({"runs": "code_execution", "result": result}),
+                    )
+                    .call(&server_id)
+                    .took(started),
+                );
+                self.shown.push(ContentBlock::ServerToolResult {
+                    kind: "code_execution_tool_result".into(),
+                    tool_use_id: server_id.clone(),
+                    content: client_result(&result),
+                    extra: Extra::new(),
+                });
+                push_user(
+                    view,
+                    vec![ContentBlock::ToolResult(program_result(
+                        &server_id, &result,
+                    ))],
+                );
+                Ok(None)
+            }
+        }
+    }
+
+    /// Runs a code call. Returns the model's result (when the program ended), the blocks
+    /// shown to the client, and whether the program waits for the client.
+    pub(super) async fn run_code(
+        &mut self,
+        call: &ToolCall,
+    ) -> (Option<ToolResult>, Vec<ContentBlock>, bool) {
+        let Some(code_execution) = &self.code_execution else {
+            return (None, Vec::new(), false);
+        };
+        let kind = code_execution.kind.clone();
+        let tools = code_execution.tools.clone();
+        let server_call = ContentBlock::ServerToolCall {
+            id: call.id.clone(),
+            name: CODE_TOOL.to_owned(),
+            input: call.input.clone(),
+            extra: Extra::new(),
+        };
+        let refused = |code: &str, text: String| {
+            let shown = vec![
+                server_call.clone(),
+                ContentBlock::ServerToolResult {
+                    kind: "code_execution_tool_result".into(),
+                    tool_use_id: call.id.clone(),
+                    content: json!({"type": "code_execution_tool_result_error", "error_code": code}),
+                    extra: Extra::new(),
+                },
+            ];
+            (Some(error_result(&call.id, text)), shown, false)
+        };
+        let Some(code) = code_of(call) else {
+            return refused("invalid_tool_input", NO_CODE.into());
+        };
+        let container = match &self.container {
+            Some(c) => c.clone(),
+            None => match self.gw.containers.create() {
+                Ok(c) => {
+                    self.container = Some(c.clone());
+                    c
+                }
+                Err(e) => return refused("unavailable", e.to_string()),
+            },
+        };
+        let Ok(outcome) = run_program(&container, code, tools, &call.id, &kind).await else {
+            return refused("too_many_requests", CONTAINER_BUSY.into());
+        };
+        match outcome {
+            Outcome::Suspended(calls) => {
+                let mut shown = vec![server_call];
+                shown.extend(self.program_blocks(&calls, &call.id, &kind));
+                (None, shown, true)
+            }
+            Outcome::Done(result) => {
+                let shown = vec![
+                    server_call,
+                    ContentBlock::ServerToolResult {
+                        kind: "code_execution_tool_result".into(),
+                        tool_use_id: call.id.clone(),
+                        content: client_result(&result),
+                        extra: Extra::new(),
+                    },
+                ];
+                (Some(program_result(&call.id, &result)), shown, false)
+            }
+        }
+    }
+}
+
+/// What a program receives for a client's tool result: a JSON object or array parsed,
+/// anything else as text.
+fn program_value(content: &ToolResultContent) -> Value {
+    let text = content.text();
+    match serde_json::from_str::<Value>(&text) {
+        Ok(value @ (Value::Object(_) | Value::Array(_))) => value,
+        _ => Value::String(text),
+    }
+}

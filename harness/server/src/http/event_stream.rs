@@ -1,0 +1,116 @@
+//! An execution's events as Server-Sent Events: a cursor over the stored log that waits for
+//! new events while the execution runs, so a stream resumed after `Last-Event-ID` misses
+//! nothing and repeats nothing.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures::Stream;
+
+use super::live_sandboxes::LiveSandboxes;
+use crate::store::EventRow;
+
+/// Events read from the store per query while streaming.
+const EVENT_PAGE: usize = 256;
+
+pub(super) fn sse(
+    sandboxes: Arc<LiveSandboxes>,
+    id: String,
+    after: u64,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    let cursor = Cursor {
+        sandboxes,
+        id,
+        after,
+        buffered: VecDeque::new(),
+        finished: false,
+    };
+    let stream = futures::stream::unfold(cursor, |mut cursor| async move {
+        let row = cursor.next().await?;
+        let event = Event::default()
+            .event(row.event_type)
+            .id(row.seq.to_string())
+            .data(row.data);
+        Some((Ok(event), cursor))
+    });
+    Sse::new(stream).keep_alive(KeepAlive::default())
+}
+
+/// Reads an execution's log from the store, waiting for new events while it runs.
+struct Cursor {
+    sandboxes: Arc<LiveSandboxes>,
+    id: String,
+    after: u64,
+    buffered: VecDeque<EventRow>,
+    finished: bool,
+}
+
+impl Cursor {
+    async fn next(&mut self) -> Option<EventRow> {
+        loop {
+            if let Some(row) = self.buffered.pop_front() {
+                self.after = row.seq;
+                self.finished = row.event_type == "execution.completed";
+                return Some(row);
+            }
+            if self.finished {
+                return None;
+            }
+            // Subscribe before reading: an event stored after the read changes the
+            // receiver, so it cannot slip between the read and the wait.
+            let receiver = self.sandboxes.subscribe(&self.id);
+            let rows = self.read()?;
+            if !rows.is_empty() {
+                self.buffered.extend(rows);
+                continue;
+            }
+            match receiver {
+                Some(mut receiver) => {
+                    if receiver.changed().await.is_err() {
+                        // The execution ended; everything it logged is stored.
+                        let rows = self.read()?;
+                        if rows.is_empty() {
+                            return None;
+                        }
+                        self.buffered.extend(rows);
+                    }
+                }
+                None => {
+                    // Not running: its log is complete (recovery appends the end of
+                    // executions that were cut off), unless its row is newer than its
+                    // live entry (a few microseconds at creation).
+                    let running = matches!(
+                        self.sandboxes.store.execution(&self.id),
+                        Ok(Some(row)) if row.status == crate::store::RUNNING
+                    );
+                    if !running {
+                        let rows = self.read()?;
+                        if rows.is_empty() {
+                            return None;
+                        }
+                        self.buffered.extend(rows);
+                    } else {
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                }
+            }
+        }
+    }
+
+    fn read(&self) -> Option<Vec<EventRow>> {
+        match self
+            .sandboxes
+            .store
+            .events_after(&self.id, self.after, EVENT_PAGE)
+        {
+            Ok(rows) => Some(rows),
+            Err(error) => {
+                eprintln!("cordon serve: reading events of {}: {error}", self.id);
+                None
+            }
+        }
+    }
+}

@@ -1,0 +1,20 @@
+//! The `Store` handle (one SQLite connection behind a mutex) and taking its lock; each
+//! table group's file adds its queries to it.
+
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use rusqlite::Connection;
+
+/// The store: one SQLite connection behind a mutex. Every call is a few indexed row
+/// operations (tens of microseconds), so callers run them inline on async tasks rather
+/// than paying a thread hop each time.
+#[derive(Debug)]
+pub struct Store {
+    pub(super) conn: Mutex<Connection>,
+}
+
+pub(super) fn lock(conn: &Mutex<Connection>) -> MutexGuard<'_, Connection> {
+    // A panic while holding the lock cannot leave a transaction open: rusqlite rolls back
+    // an unfinished `Transaction` on drop, during the unwinding.
+    conn.lock().unwrap_or_else(PoisonError::into_inner)
+}
