@@ -3,8 +3,8 @@
 //! build script from `sandboxes/`.
 //!
 //! They sit in a crate of their own, with no dependencies, so the guest build (the longest
-//! single step of a first build) starts at once and runs beside the host's dependencies;
-//! only `cordon-sandbox` waits for it. An image is empty when the build was told to skip
+//! single step of a first build) need not wait for any other crate and runs beside the
+//! host's dependencies; only `cordon-sandbox` waits for it. An image is empty when the build was told to skip
 //! guests (`CORDON_SKIP_GUESTS`); the sandbox then reports the image as missing.
 
 /// The RustPython guest image (`python-lite`).
