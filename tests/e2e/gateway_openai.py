@@ -404,6 +404,49 @@ def scenario_responses_errors(api):
         assert model.requests == [], "nothing reached the model"
 
 
+# --- hosted tools --------------------------------------------------------------------------
+
+def scenario_hosted_tools(api):
+    """A vendor's hosted tool reaches an upstream of its own API as it came; to any other
+    upstream it is a 400 in the client's error shape naming it, and nothing is sent."""
+    search = {"type": "web_search_20250305", "name": "web_search", "max_uses": 2}
+    web = {"type": "web_search"}
+    question = [{"role": "user", "content": "News about Oslo?"}]
+    with harness.gateway(api) as (cordon, model):
+        messages_client = cordon.client()
+        if api == "anthropic":
+            model.push(reply("Searched."))
+            message, _, _ = harness.create(messages_client, tools=[harness.WEATHER, search],
+                                           messages=question)
+            assert message.content[0].text == "Searched.", message
+            assert model.requests[-1].body["tools"][1] == search, model.requests[-1]
+        else:
+            refused = harness.expect_error(400, "invalid_request_error", lambda: harness.create(
+                messages_client, tools=[harness.WEATHER, search], messages=question))
+            text = refused.body["error"]["message"]
+            assert "`web_search_20250305`" in text and "Cordon does not run it" in text, text
+            assert model.requests == [], "nothing reached the model"
+            model.push(reply("Hello without search."))
+            message, _, _ = harness.create(messages_client, tools=[harness.WEATHER],
+                                           messages=question)
+            assert message.content[0].text == "Hello without search.", message
+        sent = len(model.requests)
+        responses_client = client(cordon)
+        tools = [responses_tool(WEATHER), web]
+        if api == "openai-responses":
+            model.push(reply("Found."))
+            response = responses_client.responses.create(model=MODEL, tools=tools,
+                                                         input="News?")
+            assert response.output_text == "Found.", response
+            assert web in model.requests[-1].body["tools"], model.requests[-1]
+        else:
+            text = expect_openai_error(400, lambda: responses_client.responses.create(
+                model=MODEL, tools=tools, input="News?"))
+            assert "tools[1]: tool type `web_search`" in text, text
+            assert len(model.requests) == sent, "nothing reached the model"
+        assert model.unexpected == []
+
+
 SCENARIOS = {name[len("scenario_"):]: fn for name, fn in globals().items()
              if name.startswith("scenario_")}
 

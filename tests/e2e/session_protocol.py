@@ -141,6 +141,8 @@ def parallel_turns(server, model):
     assert state["messages"][0] == {"role": "user", "content": "Plan my trip"}, state
     assert [c.get("toolCallId") for c in state["messages"][1]["content"]] == [
         None, "call_w", "call_t", "call_add", "call_tr"], state
+    # The trusted call's result, already produced, is there as the stream showed it.
+    assert state["messages"][2:] == [{"role": "tool", **results[0]}], state
     assert state["running"] is False, state
 
     # Answers that leave a call open, name an unknown call, answer twice, or answer a
@@ -200,6 +202,8 @@ def second_server(api, standin, db, session):
         state = http.get(f"/session/{session}").json()
         assert state["pending"] == [], state
         assert state["messages"][0]["content"] == "Plan my trip", state
+        answered = [m["toolCallId"] for m in state["messages"] if m["role"] == "tool"]
+        assert answered == ["call_add", "call_w", "call_t", "call_tr", "call_tr2"], state
         standin.push(reply("Still here."))
         _, events = turn(http, "POST", f"/session/{session}", {"messages": [
             {"role": "user", "content": "Are you there?"}]})

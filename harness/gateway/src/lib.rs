@@ -8,9 +8,9 @@
 //!
 //! - operator tools (a tools file): `allow` inline, `ask` handed to the client for
 //!   approval (a `cordon_approval` block answers), validation errors back to the model;
-//! - code execution (`code_execution_20250825` / `_20260120`) in Cordon's sandbox, with
-//!   client tools callable from the program: the program suspends on them, the client
-//!   answers, the program resumes in its container;
+//! - code execution (`code_execution_20250825` / `_20260120` / `_20260521`) in Cordon's
+//!   sandbox, with client tools callable from the program: the program suspends on them,
+//!   the client answers, the program resumes in its container;
 //! - computer use, when the caller binds a computer ([`Computers`]).
 //!
 //! Client tools go back to the client as `tool_use` blocks. At most

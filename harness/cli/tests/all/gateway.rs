@@ -200,6 +200,13 @@ fn gateway_chat_completions_clients_get_server_tools_run_inline() {
     openai_scenario("chat_server_tools", "openai-chat");
 }
 
+#[test]
+fn gateway_hosted_tools_reach_their_own_api_and_are_a_400_naming_them_elsewhere() {
+    for api in ["anthropic", "openai-chat", "openai-responses"] {
+        openai_scenario("hosted_tools", api);
+    }
+}
+
 // --- the session protocol, driven by an SSE client (`httpx`)
 
 fn session_scenario(name: &str, api: &str) {

@@ -11,6 +11,7 @@
 
 mod approvals;
 mod code_calls;
+mod computer_tool;
 mod decode;
 mod failure;
 mod model_view;

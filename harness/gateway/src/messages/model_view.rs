@@ -4,15 +4,9 @@
 use std::collections::HashSet;
 
 use cordon_protocol::conversation::{
-    ContentBlock, Extra, Message, Role, ToolCall, ToolResult, ToolResultContent,
+    ContentBlock, Extra, Message, Role, ToolCall, ToolResult, ToolResultContent, is_code_tool_type,
 };
 use serde_json::Value;
-
-/// Whether a built-in tool type is the code tool: Anthropic's `code_execution_*`, or
-/// OpenAI's `code_interpreter` (for Responses clients).
-pub(super) fn is_code_tool(kind: &str) -> bool {
-    kind.starts_with("code_execution_") || kind == "code_interpreter"
-}
 
 /// Ids of tool calls made by programs (their `caller` is a code-execution tool).
 pub(super) fn program_call_ids(messages: &[Message]) -> HashSet<String> {
@@ -29,7 +23,7 @@ pub(super) fn program_call_ids(messages: &[Message]) -> HashSet<String> {
 fn is_program_call(call: &ToolCall) -> bool {
     call.caller
         .as_ref()
-        .is_some_and(|c| is_code_tool(&c.kind) || c.kind == "program")
+        .is_some_and(|c| is_code_tool_type(&c.kind) || c.kind == "program")
 }
 
 /// The conversation as the model saw it: `server_tool_use` blocks are the model's function

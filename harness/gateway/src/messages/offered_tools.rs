@@ -1,15 +1,18 @@
 //! The tools a request offers the model: the client's, the code tool (with the client
-//! tools its programs may call), the computer tool, and the operator's.
+//! tools its programs may call), the computer tool, and the operator's; a vendor's hosted
+//! tool that neither Cordon nor the upstream can run is refused here.
 
 use std::sync::Arc;
 
 use cordon_core::{Dispatcher, ToolRegistry};
-use cordon_protocol::conversation::{Extra, FunctionTool, ToolDefinition, Vendor};
+use cordon_protocol::conversation::{
+    Extra, FunctionTool, ToolDefinition, Vendor, is_code_tool_type,
+};
 use cordon_protocol::tool::{HandlerSpec, Policy, ToolDeclaration};
 use serde_json::{Value, json};
 
+use super::computer_tool::{BoundComputer, ComputerActions};
 use super::failure::{Fail, bad_request};
-use super::model_view::is_code_tool;
 use super::request_state::{CodeExecution, RequestState};
 use crate::tool_calls::{code_function, operator_function};
 use crate::upstream::Api;
@@ -55,8 +58,9 @@ fn display_of(data: &Value) -> Option<(u64, u64)> {
     ))
 }
 
-/// Anthropic's computer tool as a function tool, for upstreams without the built-in.
-fn computer_function(name: &str, data: &Value) -> ToolDefinition {
+/// Anthropic's computer tool as a function tool, for upstreams without the built-in,
+/// offering the actions its declaration enables.
+fn computer_function(name: &str, data: &Value, actions: &ComputerActions) -> ToolDefinition {
     let (width, height) = display_of(data).unwrap_or((1024, 768));
     ToolDefinition::Function(FunctionTool {
         name: name.to_owned(),
@@ -68,10 +72,7 @@ fn computer_function(name: &str, data: &Value) -> ToolDefinition {
         input_schema: json!({
             "type": "object",
             "properties": {
-                "action": {"type": "string", "enum": [
-                    "screenshot", "left_click", "right_click", "middle_click", "double_click",
-                    "triple_click", "mouse_move", "left_click_drag", "type", "key", "scroll",
-                    "wait", "cursor_position", "zoom"]},
+                "action": {"type": "string", "enum": actions.offered()},
                 "coordinate": {"type": "array", "items": {"type": "integer"}},
                 "start_coordinate": {"type": "array", "items": {"type": "integer"}},
                 "text": {"type": "string"},
@@ -87,17 +88,55 @@ fn computer_function(name: &str, data: &Value) -> ToolDefinition {
     })
 }
 
+/// Whether a built-in tool type is a computer tool (Anthropic's `computer_*`, OpenAI's
+/// `computer` and `computer_use_preview`): Cordon runs it on a bound computer, and an
+/// upstream of another vendor gets it as a function tool.
+fn is_computer_tool(kind: &str) -> bool {
+    kind.starts_with("computer_") || kind == "computer"
+}
+
+/// The request refused when it declares a vendor's hosted tool that Cordon does not run
+/// (not the code tool, not a computer tool) and that `upstream` cannot take: encoding would
+/// leave it out, and the model would answer as if it had never been offered.
+fn refuse_unreachable(tools: &[ToolDefinition], upstream: Api) -> Result<(), Fail> {
+    for (index, tool) in tools.iter().enumerate() {
+        let ToolDefinition::BuiltIn { vendor, kind, .. } = tool else {
+            continue;
+        };
+        if is_code_tool_type(kind) || is_computer_tool(kind) || tool.reaches(upstream.vendor()) {
+            continue;
+        }
+        let what = if kind.is_empty() {
+            "a tool without a `type`".to_owned()
+        } else {
+            format!("tool type `{kind}`")
+        };
+        return Err(bad_request(format!(
+            "tools[{index}]: {what} is built into the {} API; this gateway's upstream \
+             speaks the {} API, which cannot take it, and Cordon does not run it. Remove it \
+             from `tools`, or use an upstream of the {} API",
+            vendor.api_name(),
+            upstream.vendor().api_name(),
+            vendor.api_name(),
+        )));
+    }
+    Ok(())
+}
+
 impl RequestState<'_> {
+    /// Classifies the request's tools into what the model is offered; refuses, before
+    /// anything is opened or run, a hosted tool that would be dropped on the way upstream.
     pub(super) async fn setup_tools(
         &mut self,
         tools: &[ToolDefinition],
         computer_header: Option<&str>,
         computer_id: &mut Option<String>,
     ) -> Result<(), Fail> {
+        refuse_unreachable(tools, self.gw.upstream.api())?;
         let mut code_kind: Option<String> = None;
         for tool in tools {
             if let ToolDefinition::BuiltIn { kind, .. } = tool
-                && is_code_tool(kind)
+                && is_code_tool_type(kind)
             {
                 code_kind = Some(kind.clone());
             }
@@ -129,11 +168,10 @@ impl RequestState<'_> {
                         self.offered.push(ToolDefinition::Function(offered));
                     }
                 }
-                ToolDefinition::BuiltIn { kind, .. } if is_code_tool(kind) => {}
-                ToolDefinition::BuiltIn { kind, data, vendor }
-                    if kind.starts_with("computer_") || kind == "computer" =>
-                {
+                ToolDefinition::BuiltIn { kind, .. } if is_code_tool_type(kind) => {}
+                ToolDefinition::BuiltIn { kind, data, vendor } if is_computer_tool(kind) => {
                     let name = data["name"].as_str().unwrap_or("computer").to_owned();
+                    let actions = ComputerActions::of(kind, data);
                     match (computer_header, &self.gw.computers) {
                         (Some(binding), Some(computers)) => {
                             let id = if binding.starts_with("http://")
@@ -155,7 +193,11 @@ impl RequestState<'_> {
                                 )));
                             };
                             *computer_id = Some(id.clone());
-                            self.computer = Some((id, name.clone()));
+                            self.computer = Some(BoundComputer {
+                                id,
+                                name: name.clone(),
+                                actions: actions.clone(),
+                            });
                         }
                         (Some(_), None) => {
                             return Err(bad_request(
@@ -179,7 +221,7 @@ impl RequestState<'_> {
                     {
                         self.offered.push(tool.clone());
                     } else {
-                        self.offered.push(computer_function(&name, data));
+                        self.offered.push(computer_function(&name, data, &actions));
                     }
                 }
                 other => self.offered.push(other.clone()),

@@ -12,6 +12,7 @@ use cordon_protocol::conversation::{
 };
 use serde_json::{Value, json};
 
+use super::computer_tool::BoundComputer;
 use crate::containers::{Container, ProgramCall};
 use crate::gateway::Inner;
 use crate::record::Entry;
@@ -38,8 +39,8 @@ pub(super) struct RequestState<'a> {
     /// Names of client tools (a client tool shadows an operator tool of the same name).
     pub(super) client_names: HashSet<String>,
     pub(super) code_execution: Option<CodeExecution>,
-    /// The bound computer and the tool's name.
-    pub(super) computer: Option<(String, String)>,
+    /// The bound computer and the tool that drives it.
+    pub(super) computer: Option<BoundComputer>,
     pub(super) container: Option<Arc<Container>>,
     /// Blocks shown before the final turn's (code results of earlier rounds).
     pub(super) shown: Vec<ContentBlock>,
@@ -81,7 +82,7 @@ pub(super) fn result_json(result: &ToolResult) -> Value {
 impl RequestState<'_> {
     /// Who runs `call` in this request (a tool nobody declared is the client's).
     pub(super) fn kind_of(&self, call: &ToolCall) -> CallTarget {
-        let computer = self.computer.as_ref().map(|(_, name)| name.as_str());
+        let computer = self.computer.as_ref().map(|c| c.name.as_str());
         let target = classify(
             &call.name,
             self.code_execution.is_some(),

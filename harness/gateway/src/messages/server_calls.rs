@@ -229,16 +229,20 @@ impl RequestState<'_> {
         result
     }
 
-    /// Runs one computer action. `Err` when a gate asks (the call goes to the client).
+    /// Runs one computer action. `Err` when a gate asks (the call goes to the client). An
+    /// action the tool's declaration disables is refused to the model: nothing runs.
     pub(super) async fn run_computer(
         &self,
         call: &ToolCall,
         approved: bool,
     ) -> Result<ToolResult, String> {
-        let (Some(computers), Some((id, _))) = (&self.gw.computers, &self.computer) else {
+        let (Some(computers), Some(bound)) = (&self.gw.computers, &self.computer) else {
             return Ok(error_result(&call.id, "no computer is bound".to_owned()));
         };
-        match computers.act(id, &call.input, approved).await {
+        if let Some(refusal) = bound.actions.refusal(&call.input) {
+            return Ok(error_result(&call.id, refusal));
+        }
+        match computers.act(&bound.id, &call.input, approved).await {
             Ok(ComputerOutcome::Done {
                 screenshot,
                 text,

@@ -192,8 +192,9 @@ impl SessionState {
         }
     }
 
-    /// The history for `GET /session/{id}`: messages with their tool calls and results,
-    /// and the pending calls.
+    /// The history for `GET /session/{id}`: messages with their tool calls and every result
+    /// already produced (those [`held`](Self::held) for the rest of the turn too), and the
+    /// pending calls.
     pub fn to_json(&self) -> Value {
         let mut history = Vec::new();
         for message in &self.messages {
@@ -219,10 +220,7 @@ impl SessionState {
                     let mut user = Vec::new();
                     for block in &message.content {
                         match block {
-                            ContentBlock::ToolResult(r) => history.push(json!({
-                                "role": "tool", "toolCallId": r.call_id,
-                                "content": r.content.text(), "isError": r.is_error,
-                            })),
+                            ContentBlock::ToolResult(r) => history.push(tool_entry(r)),
                             other => user.push(other.clone()),
                         }
                     }
@@ -236,6 +234,10 @@ impl SessionState {
                 }
             }
         }
+        // Results of the last turn's calls that ran inline are kept apart until the client
+        // answers the rest, but they were produced (and streamed): a restarted client sees
+        // them too, after the turn that made their calls.
+        history.extend(self.held.iter().map(tool_entry));
         let pending: Vec<Value> = self
             .pending
             .iter()
@@ -252,6 +254,14 @@ impl SessionState {
             "tools": self.tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
         })
     }
+}
+
+/// A result in the history, as `{"role": "tool", ...}`.
+fn tool_entry(result: &ToolResult) -> Value {
+    json!({
+        "role": "tool", "toolCallId": result.call_id,
+        "content": result.content.text(), "isError": result.is_error,
+    })
 }
 
 fn parse_tools(value: Option<&Value>) -> Result<Vec<FunctionTool>, SessionError> {

@@ -1,4 +1,5 @@
-//! Computer use as a server tool, against a stand-in computer (the engine itself is
+//! Computer use as a server tool, against a stand-in computer: inline actions, gates,
+//! actions a declaration disables refused to the model (the engine itself is
 //! tested in cordon-computer and end to end with Chromium).
 
 use std::sync::{Arc, Mutex};
@@ -230,4 +231,117 @@ async fn an_unbound_openai_computer_tool_passes_computer_calls_through_untouched
     let sent = standin.bodies()[1]["input"].clone();
     assert_eq!(sent[1], computer_call);
     assert_eq!(sent[2], output);
+}
+
+/// The tool results the model read in its second round, in call order.
+fn results_of(body: &Value) -> Vec<Value> {
+    body["messages"][2]["content"].as_array().unwrap().clone()
+}
+
+#[tokio::test]
+async fn a_toolset_refuses_its_disabled_actions_to_the_model_and_runs_the_rest() {
+    let standin = StandIn::start().await;
+    let fake = Arc::new(FakeComputers::default());
+    let (gw, _) = gateway(&standin, Api::Anthropic, GatewayOptions::default());
+    let gw = gw.with_computers(fake.clone());
+    let tools = json!([{"type": "computer_toolset_20260801", "name": "computer",
+                        "configs": {"left_click": {"enabled": false}, "type": {"enabled": true}}}]);
+    standin.turn(json!([
+        {"type": "tool_use", "id": "toolu_s", "name": "computer", "input": {"action": "screenshot"}},
+        {"type": "tool_use", "id": "toolu_c", "name": "computer", "input": {"action": "left_click", "coordinate": [10, 20]}},
+        {"type": "tool_use", "id": "toolu_t", "name": "computer", "input": {"action": "type", "text": "shoes"}}
+    ]));
+    standin.turn(json!([{"type": "text", "text": "Typed, could not click."}]));
+    let body = json!({"model": "m", "max_tokens": 100, "tools": tools,
+                      "messages": [{"role": "user", "content": "Search shoes"}]});
+    let reply = gw
+        .messages(MessagesCall::new(body).computer(Some("cmp_open".into())))
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert_eq!(reply.body["content"][0]["text"], "Typed, could not click.");
+    // The Anthropic upstream gets the toolset as declared.
+    assert_eq!(standin.bodies()[0]["tools"], tools);
+    // The disabled click never reached the computer; the enabled actions ran.
+    assert_eq!(
+        fake.actions.lock().unwrap().clone(),
+        vec![
+            (json!({"action": "screenshot"}), false),
+            (json!({"action": "type", "text": "shoes"}), false)
+        ]
+    );
+    let results = results_of(&standin.bodies()[1]);
+    assert_eq!(results.len(), 3, "{results:?}");
+    assert_eq!(results[0]["tool_use_id"], "toolu_s");
+    assert_eq!(results[0]["content"][0]["type"], "image");
+    assert_eq!(results[1]["tool_use_id"], "toolu_c");
+    assert_eq!(results[1]["is_error"], true);
+    let refusal = results[1]["content"].to_string();
+    assert!(
+        refusal.contains("`left_click` is disabled for this tool"),
+        "{refusal}"
+    );
+    assert_eq!(results[2]["tool_use_id"], "toolu_t");
+    assert_eq!(results[2]["content"][0]["type"], "image");
+}
+
+#[tokio::test]
+async fn computer_20251124_runs_zoom_only_with_enable_zoom() {
+    let zoom = json!({"action": "zoom", "region": [0, 0, 100, 100]});
+    for enable_zoom in [None, Some(false), Some(true)] {
+        let standin = StandIn::start().await;
+        let fake = Arc::new(FakeComputers::default());
+        let (gw, _) = gateway(&standin, Api::Anthropic, GatewayOptions::default());
+        let gw = gw.with_computers(fake.clone());
+        let mut tool = tools()[0].clone();
+        if let Some(on) = enable_zoom {
+            tool["enable_zoom"] = json!(on);
+        }
+        standin.turn(
+            json!([{"type": "tool_use", "id": "toolu_z", "name": "computer", "input": zoom}]),
+        );
+        standin.turn(json!([{"type": "text", "text": "Zoomed."}]));
+        let body = json!({"model": "m", "max_tokens": 100, "tools": [tool],
+                          "messages": [{"role": "user", "content": "Read the fine print"}]});
+        let reply = gw
+            .messages(MessagesCall::new(body).computer(Some("cmp_open".into())))
+            .await;
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        let result = &results_of(&standin.bodies()[1])[0];
+        let ran = fake.actions.lock().unwrap().clone();
+        if enable_zoom == Some(true) {
+            assert_eq!(ran, vec![(zoom.clone(), false)]);
+            assert_eq!(result["content"][0]["type"], "image");
+        } else {
+            assert_eq!(ran, vec![], "enable_zoom {enable_zoom:?}");
+            assert_eq!(result["is_error"], true);
+            let refusal = result["content"].to_string();
+            assert!(
+                refusal.contains("`zoom` is disabled for this tool"),
+                "{refusal}"
+            );
+            assert!(refusal.contains("enable_zoom"), "{refusal}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_openai_upstream_is_offered_only_the_enabled_actions() {
+    let standin = StandIn::start().await;
+    let (gw, _) = gateway(&standin, Api::OpenaiChat, GatewayOptions::default());
+    let gw = gw.with_computers(Arc::new(FakeComputers::default()));
+    standin.turn(json!([{"type": "text", "text": "ok"}]));
+    let tools = json!([{"type": "computer_toolset_20260801", "name": "computer",
+                        "configs": {"left_click": {"enabled": false}}}]);
+    let body = json!({"model": "m", "max_tokens": 100, "tools": tools,
+                      "messages": [{"role": "user", "content": "hi"}]});
+    let reply = gw
+        .messages(MessagesCall::new(body).computer(Some("cmp_open".into())))
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let actions = standin.bodies()[0]["tools"][0]["function"]["parameters"]["properties"]["action"]
+        ["enum"]
+        .clone();
+    let actions: Vec<String> = serde_json::from_value(actions).unwrap();
+    assert!(actions.contains(&"type".to_owned()), "{actions:?}");
+    assert!(!actions.contains(&"left_click".to_owned()), "{actions:?}");
 }

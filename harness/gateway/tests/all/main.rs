@@ -13,4 +13,5 @@ mod errors;
 mod loop_;
 mod operator;
 mod programmatic_calls;
+mod session;
 mod upstreams;

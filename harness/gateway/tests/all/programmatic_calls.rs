@@ -313,3 +313,64 @@ async fn a_code_call_refused_before_running_still_shows_its_result_block() {
         json!({"type": "code_execution_tool_result_error", "error_code": "invalid_tool_input"})
     );
 }
+
+#[tokio::test]
+async fn code_execution_20260521_runs_in_cordon_as_the_earlier_versions_do() {
+    const KIND: &str = "code_execution_20260521";
+    let tools = json!([
+        {"type": KIND, "name": "code_execution"},
+        {"name": "get_weather", "description": "Weather in a city",
+         "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+         "allowed_callers": [KIND]}
+    ]);
+    // Any upstream: the tool is Cordon's, never refused as another vendor's.
+    for api in [Api::Anthropic, Api::OpenaiChat, Api::OpenaiResponses] {
+        let standin = StandIn::start().await;
+        let (gw, _) = gateway(&standin, api, GatewayOptions::default());
+        let gw = gw.with_sandbox(sandbox().await);
+        standin.turn(json!([{"type": "tool_use", "id": "toolu_code", "name": "code_execution",
+                             "input": {"code": "r = await get_weather(city='Paris')\nprint('got', r)"}}]));
+        let question = json!({"role": "user", "content": "Paris?"});
+        let mut request = json!({"model": "m", "max_tokens": 500, "messages": [question]});
+        request["tools"] = tools.clone();
+        let reply = send(&gw, request.clone()).await;
+        assert_eq!(reply.status, 200, "{api:?}: {}", reply.body);
+        // The model was offered Cordon's code tool only (get_weather is program-only).
+        let offered = standin.bodies()[0]["tools"].clone();
+        let names: Vec<&str> = offered
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                t["name"]
+                    .as_str()
+                    .or(t["function"]["name"].as_str())
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(names, ["code_execution"], "{api:?}: {offered}");
+        let content = reply.body["content"].as_array().unwrap().clone();
+        assert_eq!(content[0]["type"], "server_tool_use", "{content:?}");
+        let call = first_calls(&reply.body["content"]).remove(0);
+        assert_eq!(
+            call["caller"],
+            json!({"type": KIND, "tool_id": content[0]["id"]})
+        );
+        let container = reply.body["container"]["id"].as_str().unwrap().to_owned();
+
+        standin.turn(json!([{"type": "text", "text": "Sunny in Paris."}]));
+        let answer = json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": call["id"], "content": "sun"}
+        ]});
+        request["messages"] = json!([question, {"role": "assistant", "content": content}, answer]);
+        request["container"] = json!(container);
+        let reply = send(&gw, request).await;
+        assert_eq!(reply.status, 200, "{api:?}: {}", reply.body);
+        assert_eq!(
+            reply.body["content"][0]["type"],
+            "code_execution_tool_result"
+        );
+        assert_eq!(reply.body["content"][0]["content"]["stdout"], "got sun\n");
+        assert_eq!(reply.body["content"][1]["text"], "Sunny in Paris.");
+    }
+}

@@ -127,3 +127,85 @@ async fn reasoning_the_client_cannot_carry_goes_back_to_its_upstream_beside_the_
     );
     assert_eq!(input[1], reasoning);
 }
+
+fn web_search_tools() -> serde_json::Value {
+    let mut tools = weather_tools();
+    tools
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"type": "web_search_20250305", "name": "web_search", "max_uses": 2}));
+    tools
+}
+
+#[tokio::test]
+async fn a_hosted_tool_the_upstream_cannot_take_is_a_400_naming_it_and_nothing_goes_upstream() {
+    for (api, name) in [
+        (Api::OpenaiChat, "OpenAI Chat Completions"),
+        (Api::OpenaiResponses, "OpenAI Responses"),
+    ] {
+        let standin = StandIn::start().await;
+        let (gw, _) = gateway(&standin, api, GatewayOptions::default());
+        let question = json!([{"role": "user", "content": "News about Rome?"}]);
+        let mut body = request(question.clone(), web_search_tools());
+        for stream in [false, true] {
+            body["stream"] = json!(stream);
+            let reply = send(&gw, body.clone()).await;
+            assert_eq!(reply.status, 400, "{api:?}: {}", reply.body);
+            assert_eq!(reply.body["type"], "error");
+            assert_eq!(reply.body["error"]["type"], "invalid_request_error");
+            let message = reply.body["error"]["message"].as_str().unwrap();
+            assert!(message.contains("tools[2]"), "{message}");
+            assert!(message.contains("`web_search_20250305`"), "{message}");
+            assert!(message.contains(name), "{message}");
+            assert!(message.contains("Cordon does not run it"), "{message}");
+        }
+        assert!(
+            standin.bodies().is_empty(),
+            "{api:?}: {:?}",
+            standin.bodies()
+        );
+        // The gateway is none the worse: the next request goes through.
+        standin.turn(json!([{"type": "text", "text": "No search, but hello."}]));
+        let reply = send(&gw, request(question, weather_tools())).await;
+        assert_eq!(reply.status, 200, "{api:?}: {}", reply.body);
+        assert_eq!(reply.body["content"][0]["text"], "No search, but hello.");
+        assert_eq!(standin.bodies().len(), 1);
+    }
+}
+
+#[tokio::test]
+async fn a_hosted_tool_refused_to_an_openai_client_comes_in_openai_shape() {
+    let standin = StandIn::start().await;
+    let (gw, _) = gateway(&standin, Api::Anthropic, GatewayOptions::default());
+    let body = json!({"model": "m", "input": "news?", "tools": [
+        {"type": "function", "name": "get_weather", "parameters": {"type": "object"}},
+        {"type": "web_search"}
+    ]});
+    let call = cordon_gateway::MessagesCall::new(body).api(Api::OpenaiResponses);
+    let reply = gw.messages(call).await;
+    assert_eq!(reply.status, 400, "{}", reply.body);
+    assert_eq!(reply.body["error"]["type"], "invalid_request_error");
+    let message = reply.body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("tools[1]: tool type `web_search`"),
+        "{message}"
+    );
+    assert!(message.contains("OpenAI Responses"), "{message}");
+    assert!(message.contains("Anthropic Messages"), "{message}");
+    assert!(standin.bodies().is_empty());
+}
+
+#[tokio::test]
+async fn a_hosted_tool_reaches_an_upstream_of_its_own_api_as_it_came() {
+    let standin = StandIn::start().await;
+    standin.turn(json!([{"type": "text", "text": "Searched."}]));
+    let (gw, _) = gateway(&standin, Api::Anthropic, GatewayOptions::default());
+    let body = request(
+        json!([{"role": "user", "content": "News about Rome?"}]),
+        web_search_tools(),
+    );
+    let reply = send(&gw, body).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert_eq!(reply.body["content"][0]["text"], "Searched.");
+    assert_eq!(standin.bodies()[0]["tools"], web_search_tools());
+}

@@ -53,7 +53,9 @@ pub(crate) fn finish_request(
 }
 
 /// The request's tools in `vendor`'s shape: function tools as `encode_function` writes
-/// them, the tools `vendor` hosts as they came; other vendors' hosted tools are dropped.
+/// them, the tools `vendor` hosts as they came; other vendors' hosted tools are left out
+/// (those that do not [`ToolDefinition::reaches`] it: a caller that would rather refuse the
+/// request checks that first).
 pub(crate) fn encode_tools(
     tools: &[ToolDefinition],
     vendor: Vendor,
@@ -61,12 +63,10 @@ pub(crate) fn encode_tools(
 ) -> Vec<Value> {
     tools
         .iter()
-        .filter_map(|tool| match tool {
-            ToolDefinition::Function(f) => Some(encode_function(f)),
-            ToolDefinition::BuiltIn {
-                vendor: from, data, ..
-            } if *from == vendor => Some(data.clone()),
-            ToolDefinition::BuiltIn { .. } => None,
+        .filter(|tool| tool.reaches(vendor))
+        .map(|tool| match tool {
+            ToolDefinition::Function(f) => encode_function(f),
+            ToolDefinition::BuiltIn { data, .. } => data.clone(),
         })
         .collect()
 }

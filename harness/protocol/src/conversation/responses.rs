@@ -17,7 +17,7 @@ use super::request_fields::{
 use super::{
     CODE_TOOL, ContentBlock, ConversionError, Extra, ImageSource, Message, Request, Role,
     StopReason, System, ToolCall, ToolCaller, ToolChoice, ToolDefinition, ToolResult,
-    ToolResultContent, Turn, Vendor,
+    ToolResultContent, Turn, Vendor, is_code_tool_type,
 };
 
 type Result<T, E = ConversionError> = std::result::Result<T, E>;
@@ -390,9 +390,7 @@ fn encode_items(messages: &[Message], same: bool, output: bool) -> Vec<Value> {
                     }));
                     if let Some(caller) = &call.caller {
                         // Anthropic's `code_execution_*` caller is Responses' `program`.
-                        let kind = if caller.kind.starts_with("code_execution")
-                            || caller.kind == "code_interpreter"
-                        {
+                        let kind = if is_code_tool_type(&caller.kind) {
                             "program"
                         } else {
                             &caller.kind

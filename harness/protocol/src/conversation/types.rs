@@ -15,6 +15,17 @@ pub enum Vendor {
     OpenaiResponses,
 }
 
+impl Vendor {
+    /// The API's name in messages (`Anthropic Messages`, `OpenAI Chat Completions`, …).
+    pub fn api_name(self) -> &'static str {
+        match self {
+            Vendor::Anthropic => "Anthropic Messages",
+            Vendor::OpenaiChat => "OpenAI Chat Completions",
+            Vendor::OpenaiResponses => "OpenAI Responses",
+        }
+    }
+}
+
 /// A model request in canonical form.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Request {
@@ -119,7 +130,7 @@ impl ImageSource {
 /// Who made a tool call: the model directly, or a program (programmatic tool calling).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCaller {
-    /// `direct`, `code_execution_20250825`, `program`, …
+    /// `direct`, `code_execution_20250825` (or a later version), `program`, …
     pub kind: String,
     pub tool_id: Option<String>,
 }
@@ -235,6 +246,17 @@ pub enum ToolDefinition {
     },
 }
 
+impl ToolDefinition {
+    /// Whether a request to `vendor` can declare this tool: a function tool goes to every
+    /// vendor, a built-in only to its own (the encoders leave the others out).
+    pub fn reaches(&self, vendor: Vendor) -> bool {
+        match self {
+            ToolDefinition::Function(_) => true,
+            ToolDefinition::BuiltIn { vendor: from, .. } => *from == vendor,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FunctionTool {
     pub name: String,
@@ -313,3 +335,10 @@ impl Turn {
 /// The name Cordon's code tool has in the canonical conversation (a server tool the gateway
 /// runs in its sandbox; the Responses API calls it `code_interpreter`).
 pub const CODE_TOOL: &str = "code_execution";
+
+/// Whether a tool type (a declaration's `type`, a call's `caller.type`) is the code tool:
+/// Anthropic's `code_execution_*` in any version (`_20250825`, `_20260120`, `_20260521`, …)
+/// or the Responses API's `code_interpreter`.
+pub fn is_code_tool_type(kind: &str) -> bool {
+    kind.starts_with("code_execution_") || kind == "code_interpreter"
+}

@@ -501,3 +501,83 @@ fn a_code_call_shown_twice_to_a_responses_client_decodes_to_one_call_and_its_res
     assert_eq!(content["stdout"], json!("1\n"));
     assert_eq!(content["return_code"], json!(0));
 }
+
+#[test]
+fn a_hosted_tool_reaches_its_own_vendor_only_and_the_encoders_agree() {
+    let body = json!({"model": "m", "max_tokens": 10,
+    "messages": [{"role": "user", "content": "news?"}],
+    "tools": [
+        {"name": "get_weather", "input_schema": {"type": "object"}},
+        {"type": "web_search_20250305", "name": "web_search", "max_uses": 3}
+    ]});
+    let request = anthropic::decode_request(&body).unwrap();
+    let [function, search] = &request.tools[..] else {
+        panic!("two tools: {:?}", request.tools)
+    };
+    for vendor in [
+        Vendor::Anthropic,
+        Vendor::OpenaiChat,
+        Vendor::OpenaiResponses,
+    ] {
+        assert!(function.reaches(vendor), "{vendor:?}");
+        assert_eq!(
+            search.reaches(vendor),
+            vendor == Vendor::Anthropic,
+            "{vendor:?}"
+        );
+    }
+    // What `reaches` says is what each encoder keeps.
+    let anthropic_tools = anthropic::encode_request(&request)["tools"].clone();
+    assert_eq!(anthropic_tools, body["tools"]);
+    let chat_tools = chat::encode_request(&request)["tools"].clone();
+    assert_eq!(chat_tools.as_array().map(Vec::len), Some(1), "{chat_tools}");
+    let responses_tools = responses::encode_request(&request)["tools"].clone();
+    assert_eq!(
+        responses_tools.as_array().map(Vec::len),
+        Some(1),
+        "{responses_tools}"
+    );
+}
+
+#[test]
+fn every_code_execution_version_is_the_code_tool() {
+    use cordon_protocol::conversation::is_code_tool_type;
+    for kind in [
+        "code_execution_20250825",
+        "code_execution_20260120",
+        "code_execution_20260521",
+        "code_interpreter",
+    ] {
+        assert!(is_code_tool_type(kind), "{kind}");
+    }
+    for kind in [
+        "web_search_20250305",
+        "computer_20251124",
+        "code_execution",
+        "program",
+    ] {
+        assert!(!is_code_tool_type(kind), "{kind}");
+    }
+    // A program's call under the newest version is Responses' `program` caller.
+    let body = json!({"model": "m", "max_tokens": 10, "messages": [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1",
+            "name": "get_weather", "input": {},
+            "caller": {"type": "code_execution_20260521", "tool_id": "srvtoolu_1"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+            "content": "sun"}]}
+    ]});
+    let request = anthropic::decode_request(&body).unwrap();
+    let encoded = responses::encode_request(&request);
+    let call = encoded["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|item| item["type"] == "function_call")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        call["caller"],
+        json!({"type": "program", "caller_id": "srvtoolu_1"})
+    );
+}
