@@ -11,7 +11,7 @@ use cordon_gateway::{Api, Credential, Gateway, GatewayOptions, MemoryRecorder, M
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use crate::common::{StandIn, gateway, request, send, serve_local};
+use crate::common::{StandIn, gateway, request, send, serve_local, session_turn};
 
 /// A `transfer` tool whose handler is an HTTP endpoint on 127.0.0.1 that counts its calls.
 struct Bank {
@@ -155,22 +155,6 @@ async fn an_upstream_turn_reusing_an_earlier_call_id_runs_nothing() {
         "only the first turn's call ran"
     );
     still_serving(&standin, &gw).await;
-}
-
-/// Runs one session turn, collecting its events.
-async fn session_turn(
-    gw: &Gateway,
-    state: &mut SessionState,
-    input: SessionInput,
-) -> Vec<SessionEvent> {
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    gw.session_turn(state, input, None, &tx).await;
-    drop(tx);
-    let mut events = Vec::new();
-    while let Some(event) = rx.recv().await {
-        events.push(event);
-    }
-    events
 }
 
 /// A client message to a session, checked as `POST /session/{id}` checks it.

@@ -7,7 +7,7 @@ use cordon_gateway::{Api, Gateway, GatewayOptions};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use crate::common::{StandIn, gateway};
+use crate::common::{StandIn, gateway, session_turn};
 
 /// A gateway with a trusted operator tool (`lookup`, policy `allow`) and one that asks
 /// (`delete_db`, policy `ask`).
@@ -25,22 +25,6 @@ fn operator_gateway(standin: &StandIn) -> Gateway {
     .unwrap();
     let (gw, _) = gateway(standin, Api::Anthropic, GatewayOptions::default());
     gw.with_operator_tools(registry)
-}
-
-/// Runs one turn, collecting its events.
-async fn run_turn(
-    gw: &Gateway,
-    state: &mut SessionState,
-    input: SessionInput,
-) -> Vec<SessionEvent> {
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    gw.session_turn(state, input, None, &tx).await;
-    drop(tx);
-    let mut events = Vec::new();
-    while let Some(event) = rx.recv().await {
-        events.push(event);
-    }
-    events
 }
 
 /// The state as the server reads it back from its store.
@@ -78,7 +62,7 @@ async fn a_restarted_client_sees_the_trusted_result_beside_the_call_waiting_for_
         None,
     )
     .unwrap();
-    let events = run_turn(&gw, &mut state, input).await;
+    let events = session_turn(&gw, &mut state, input).await;
     assert_eq!(
         events,
         [
@@ -135,7 +119,7 @@ async fn a_restarted_client_sees_the_trusted_result_beside_the_call_waiting_for_
     ]}))
     .unwrap();
     state.check(&input).unwrap();
-    let events = run_turn(&gw, &mut state, input).await;
+    let events = session_turn(&gw, &mut state, input).await;
     assert_eq!(
         events.last(),
         Some(&SessionEvent::TurnStop {

@@ -234,3 +234,19 @@ pub fn weather_tools() -> Value {
 pub async fn send(gateway: &Gateway, body: Value) -> cordon_gateway::MessagesReply {
     gateway.messages(MessagesCall::new(body)).await
 }
+
+/// Runs one session-protocol turn, collecting its events.
+pub async fn session_turn(
+    gw: &Gateway,
+    state: &mut cordon_gateway::session::SessionState,
+    input: cordon_gateway::session::SessionInput,
+) -> Vec<cordon_gateway::session::SessionEvent> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    gw.session_turn(state, input, None, &tx).await;
+    drop(tx);
+    let mut events = Vec::new();
+    while let Some(event) = rx.recv().await {
+        events.push(event);
+    }
+    events
+}
