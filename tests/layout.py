@@ -15,7 +15,6 @@ the long files listed.
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from pathlib import Path
@@ -126,7 +125,7 @@ class Crate:
     def _re_exports(self, module):
         exports: dict[str, list[str]] = {}
         globs: list[list[str]] = []
-        for is_pub, segments, alias in self._uses_raw(module):
+        for is_pub, segments, alias in self._uses(module):
             if not is_pub or not segments:
                 continue
             if segments[-1] == "*":
@@ -135,11 +134,11 @@ class Crate:
                 exports[alias or segments[-1]] = segments
         return exports, globs
 
-    def _uses_raw(self, module):
+    def _uses(self, module):
         code = self.code[self.modules[module]]
         for m in re.finditer(r"(\bpub(?:\([^)]*\))?\s+)?\buse\s+([^;]+);", code):
             raw = m.group(2)
-            for segments, alias in expand_use_tree_keep_alias(raw):
+            for segments, alias in expand_use_tree(raw):
                 yield bool(m.group(1)), segments, alias
 
     def absolute(self, module, segments):
@@ -201,7 +200,7 @@ class Crate:
     def edges(self):
         for module, file in self.modules.items():
             targets = set()
-            for _, segments, _ in self._uses_raw(module):
+            for _, segments, _ in self._uses(module):
                 path = self.absolute(module, [s for s in segments if s != "*"])
                 if path is not None:
                     targets.add(self.resolve(path))
@@ -218,7 +217,8 @@ class Crate:
             yield module, targets
 
 
-def expand_use_tree_keep_alias(raw: str):
+def expand_use_tree(raw: str):
+    """`a::{b, c::{d as e, *}}` -> [(["a","b"], None), (["a","c","d"], "e"), (["a","c","*"], None)]."""
     raw = re.sub(r"\s+", " ", raw).strip()
 
     def split_top(s):
@@ -310,10 +310,6 @@ def one_cycle(crate: Crate, component) -> list[tuple[str, ...]]:
                     nxt.append(w)
         frontier = nxt
     return component
-
-
-def name(crate: Crate, module) -> str:
-    return str(crate.modules[module].relative_to(crate.src.parent.parent.parent))
 
 
 def main() -> int:
