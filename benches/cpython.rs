@@ -1,6 +1,6 @@
 //! The CPython guest's benchmarks (docs/cpython.md). Run with
 //! `cargo bench -p cordon-benches --bench cpython`; numbers go to docs/benchmarks.md.
-//! `CORDON_BENCH_CASES=fresh,speed,calls,sessions,first` picks a part (`first` builds the
+//! `CORDON_BENCH_CASES=fresh,speed,calls,sessions,pause,first` picks a part (`first` builds the
 //! image from scratch in a temporary cache: minutes; it is not in the default set).
 
 #![allow(
@@ -147,6 +147,61 @@ async fn idle_sessions(sandbox: &Sandbox) {
     drop(sessions);
 }
 
+/// Pausing an idle session that imported pandas and holds a 1,000-row DataFrame, resuming
+/// it up to its first `print`, and the bytes a store keeps for it.
+async fn pause_resume(sandbox: &Sandbox) {
+    let setup = "import pandas as pd, numpy as np\n\
+                 frame = pd.DataFrame({'x': range(1000), 'y': np.arange(1000) * 0.5, \
+                 'name': [f'row {i}' for i in range(1000)]})\nint(frame.x.sum())";
+    let spec = || SessionSpec::new(Language::Python, lookup_tools());
+    let (mut pauses, mut encodes, mut decodes, mut resumes) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut stored, mut changed, mut memory) = (0, 0, 0);
+    for _ in 0..20 {
+        let session = sandbox.session(spec());
+        let result = session.execute(setup).wait().await;
+        assert_eq!(result.status, ExecutionStatus::Completed, "{result:?}");
+        let started = Instant::now();
+        let paused = session.pause().await.expect("the session pauses");
+        pauses.push(started.elapsed());
+        let started = Instant::now();
+        let bytes = paused.to_bytes();
+        encodes.push(started.elapsed());
+        (stored, changed, memory) = (bytes.len(), paused.changed_bytes(), paused.memory_bytes());
+
+        let started = Instant::now();
+        let paused = cordon_sandbox::PausedSession::from_bytes(&bytes).expect("reads back");
+        decodes.push(started.elapsed());
+        let resumed = sandbox.resume(&paused, spec()).await.expect("resumes");
+        let result = resumed.execute("print(len(frame))").wait().await;
+        resumes.push(started.elapsed());
+        assert_eq!(result.stdout, "1000\n", "{result:?}");
+    }
+    let line = |name: &str, samples: &mut Vec<Duration>| {
+        let s = summarize(samples);
+        println!(
+            "{name}: p50 {}  p99 {}  (n={})",
+            fmt(s.p50),
+            fmt(s.p99),
+            s.count
+        );
+    };
+    line("pause an idle pandas session (cpython)", &mut pauses);
+    line("  its state to bytes (zstd, sha-256)", &mut encodes);
+    line("  bytes back to a paused session", &mut decodes);
+    line(
+        "resume from bytes to the first print (cpython)",
+        &mut resumes,
+    );
+    let mib = |bytes: u64| bytes as f64 / f64::from(1 << 20);
+    println!(
+        "stored per paused pandas session: {:.2} MiB ({:.1} MiB of memory changed of {:.0} MiB)",
+        mib(stored as u64),
+        mib(changed),
+        mib(memory)
+    );
+}
+
 async fn first_run() {
     let dir = tempfile::tempdir().expect("temp dir");
     let started = Instant::now();
@@ -172,8 +227,8 @@ async fn first_run() {
 }
 
 fn main() {
-    let cases =
-        std::env::var("CORDON_BENCH_CASES").unwrap_or_else(|_| "fresh,speed,calls,sessions".into());
+    let cases = std::env::var("CORDON_BENCH_CASES")
+        .unwrap_or_else(|_| "fresh,speed,calls,sessions,pause".into());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -217,6 +272,9 @@ fn main() {
         }
         if cases.contains("sessions") {
             idle_sessions(&sandbox).await;
+        }
+        if cases.contains("pause") {
+            pause_resume(&sandbox).await;
         }
     });
 }

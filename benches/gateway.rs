@@ -13,6 +13,10 @@
 //! 3. Programmatic tool calling: the model's `code_execution` runs in the sandbox and
 //!    suspends on a client tool (response 1), the client's result resumes it and the
 //!    program's output goes to the model (response 2). Against a direct model call each.
+//! 4. Streaming, per client API × upstream API: the time to the first text piece through
+//!    the gateway minus the same straight from the upstream (whose stream holds its rest a
+//!    few milliseconds, so the first piece is what is timed), and the cost per event of a
+//!    long stream (2,000 text pieces) through the gateway over the same stream direct.
 
 #![allow(
     clippy::expect_used,
@@ -35,6 +39,9 @@ use cordon_sandbox::{Sandbox, SandboxConfig};
 use cordon_server::http::GatewaySetup;
 use cordon_server::{HttpApi, HttpOptions, Store};
 use serde_json::{Value, json};
+
+#[path = "gateway_streaming.rs"]
+mod gateway_streaming;
 
 const WARMUP: usize = 100;
 const SAMPLES: usize = 1000;
@@ -358,19 +365,11 @@ async fn round_trips(http: &reqwest::Client, upstream: &str, gateway: &str) {
 
 /// `cordon serve --upstream anthropic=<upstream>` in this process (in-memory store);
 /// returns its base URL.
-async fn start_gateway(upstream: &str) -> String {
-    let sandbox = Sandbox::new(
-        SandboxConfig::default()
-            .preload(vec![Language::Python])
-            .max_instances(64),
-    )
-    .await
-    .expect("sandbox");
-    let model = HttpUpstream::new(Api::Anthropic, upstream, Duration::from_secs(60))
-        .expect("upstream client");
+async fn start_gateway(sandbox: Sandbox, api: Api, upstream: &str) -> String {
+    let model = HttpUpstream::new(api, upstream, Duration::from_secs(60)).expect("upstream client");
     let options = HttpOptions::default().gateway(Some(GatewaySetup::new(Arc::new(model))));
     let store = Store::in_memory().expect("in-memory store");
-    let api = HttpApi::new(sandbox, store, options).expect("api");
+    let api = HttpApi::new(sandbox, store, options).await.expect("api");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -385,14 +384,28 @@ fn main() {
         .build()
         .expect("runtime");
     runtime.block_on(async {
+        let sandbox = Sandbox::new(
+            SandboxConfig::default()
+                .preload(vec![Language::Python])
+                .max_instances(64),
+        )
+        .await
+        .expect("sandbox");
         let upstream = standin().await;
-        let gateway = start_gateway(&upstream).await;
+        let gateway = start_gateway(sandbox.clone(), Api::Anthropic, &upstream).await;
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(60))
             .tcp_nodelay(true)
             .build()
             .expect("client");
-        per_turn(&http, &upstream, &gateway).await;
-        round_trips(&http, &upstream, &gateway).await;
+        if std::env::args().all(|a| a != "--streaming-only") {
+            per_turn(&http, &upstream, &gateway).await;
+            round_trips(&http, &upstream, &gateway).await;
+        }
+        gateway_streaming::streaming(&http, |api, url| {
+            let sandbox = sandbox.clone();
+            async move { start_gateway(sandbox, api, &url).await }
+        })
+        .await;
     });
 }

@@ -35,7 +35,7 @@ async fn start_http(
     // (CI), where Chromium's sandbox cannot run: both are lifted explicitly.
     options.browser.allow_private_network = true;
     options.browser.no_sandbox = true;
-    let api = HttpApi::new(sandbox, store, options).expect("api");
+    let api = HttpApi::new(sandbox, store, options).await.expect("api");
     let handle = api.shutdown_handle();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await

@@ -26,7 +26,7 @@ if ! rustup target list --installed --toolchain "$toolchain" 2>/dev/null | grep 
 fi
 
 packages=(clang lld wasi-libc libclang-rt-dev-wasm32 llvm tzdata bubblewrap chromium
-    xvfb xterm x11-utils x11-xkb-utils xdotool libxkbcommon-dev)
+    xvfb xterm x11-utils x11-xkb-utils xdotool libxkbcommon-dev postgresql)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
@@ -49,7 +49,7 @@ if ((${#missing[@]})); then
 fi
 # The real clients the server tests drive (tests/e2e). Checked by import, so a machine that
 # has them pays one python3 start, not a pip run.
-if ! python3 -c 'import httpx, mcp, anthropic, openai, agents, smolagents, gymnasium, PIL, numpy' 2>/dev/null; then
+if ! python3 -c 'import httpx, mcp, anthropic, openai, google.genai, agents, smolagents, gymnasium, PIL, numpy, moto.server' 2>/dev/null; then
     say "installing the Python test clients (tests/requirements.txt)"
     # Debian's own python3 refuses system-wide installs (PEP 668): fall back to --user.
     python3 -m pip install -q -r tests/requirements.txt >&2 ||

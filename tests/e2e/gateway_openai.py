@@ -379,6 +379,52 @@ def scenario_responses_ptc(api):
         assert "got 21 cold" in seen and calls[0].call_id not in seen, seen
 
 
+PROGRAM = ("const [a, b] = await Promise.all([get_weather({city: 'Paris'}), "
+           "get_weather({city: 'Oslo'})]);\nconsole.log('got', a.temp, b);")
+
+
+def scenario_responses_ptc_javascript(api):
+    """Programmatic tool calling with JavaScript programs: `programmatic_tool_calling` runs
+    in Cordon's QuickJS guest; the program's calls are `function_call` items with
+    `caller: {"type": "program", "caller_id"}`, its end a `program_output` item."""
+    with harness.gateway(api) as (cordon, model):
+        openai_client = client(cordon)
+        weather = dict(responses_tool(WEATHER), allowed_callers=["programmatic"])
+        tools = [{"type": "programmatic_tool_calling"}, weather]
+        model.push(reply(tool_use("programmatic_tool_calling", {"code": PROGRAM}, id="toolu_js")),
+                   reply("Paris is warmer."))
+        question = {"role": "user", "content": "Compare Paris and Oslo"}
+        raw = openai_client.responses.with_raw_response.create(model=MODEL, tools=tools,
+                                                               input=[question])
+        body = json.loads(raw.http_response.text)
+        Response.model_validate(body)
+        first = raw.parse()
+        assert model.requests[0].tool_names() == ["programmatic_tool_calling"], model.requests[0]
+        kinds = [item.type for item in first.output]
+        assert kinds == ["program", "function_call", "function_call"], body
+        program = first.output[0]
+        assert program.code == PROGRAM and program.fingerprint.startswith("container_"), body
+        calls = first.output[1:]
+        assert [json.loads(c.arguments)["city"] for c in calls] == ["Paris", "Oslo"], body
+        for call in calls:
+            assert call.caller.type == "program", call
+            assert call.caller.caller_id == program.call_id, call
+
+        history = [question] + [item.model_dump(exclude_none=True) for item in first.output]
+        history += [
+            {"type": "function_call_output", "call_id": calls[0].call_id, "output": '{"temp": 21}'},
+            {"type": "function_call_output", "call_id": calls[1].call_id, "output": "cold"}]
+        final = openai_client.responses.create(model=MODEL, tools=tools, input=history)
+        kinds = [item.type for item in final.output]
+        assert kinds == ["program_output", "message"], final
+        done = final.output[0]
+        assert done.call_id == program.call_id and done.status == "completed", done
+        assert done.result == "got 21 cold\n", done
+        assert final.output_text == "Paris is warmer.", final
+        seen = model.requests[1].all_text()
+        assert "got 21 cold" in seen and calls[0].call_id not in seen, seen
+
+
 def scenario_responses_errors(api):
     """Outputs that pair with no call, calls without output, `previous_response_id`:
     400s in OpenAI's shape before anything runs."""

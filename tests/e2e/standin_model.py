@@ -59,8 +59,12 @@ def tool_use(name, input, id=None):
 class Reply:
     """One model turn: Anthropic-shaped content blocks, a stop reason, token counts."""
 
-    def __init__(self, content, stop_reason=None, input_tokens=10, output_tokens=5, model=None):
+    def __init__(self, content, stop_reason=None, input_tokens=10, output_tokens=5, model=None,
+                 hold=None):
         self.content = list(content)
+        # A streamed turn waits after its first text piece until `hold` (a `Hold`) is
+        # released: a client that sees that piece while the stand-in waits got it streamed.
+        self.hold = hold
         if stop_reason is None:
             has_call = any(b["type"] == "tool_use" for b in self.content)
             stop_reason = "tool_use" if has_call else "end_turn"
@@ -90,6 +94,37 @@ class Fail:
 
 def error(status, kind, message="scripted upstream error", in_stream=False):
     return Fail(status, kind, message, in_stream)
+
+
+class Hold:
+    """A pause in a streamed turn, after its first text piece, until the client `release`s
+    it (after seeing that piece). `released` says the client did, before the stand-in went
+    on; `sent_before` counts the events sent before the pause, `sent_total` the events of
+    the whole stream."""
+
+    def __init__(self, patience=60.0):
+        self.patience = patience
+        self._event = threading.Event()
+        self.released = None
+        self.sent_before = None
+        self.sent_total = None
+
+    def release(self):
+        self._event.set()
+
+    def wait(self, sent):
+        self.sent_before = sent
+        self.released = self._event.wait(self.patience)
+
+
+def _is_text_piece(name, data):
+    """Whether an event carries a piece of text (where a `Hold` pauses)."""
+    if name == "content_block_delta":
+        return data.get("delta", {}).get("type") == "text_delta"
+    if name == "response.output_text.delta":
+        return True
+    choices = data.get("choices") or [{}]
+    return bool(choices[0].get("delta", {}).get("content"))
 
 
 class Hang:
@@ -514,18 +549,20 @@ def _make_handler(standin):
                 if request.stream:
                     fail = turn if isinstance(turn, Fail) else None
                     base = Reply([]) if fail else turn
-                    self._send_sse(anthropic_events(base, model, fail), named=True)
+                    self._send_sse(anthropic_events(base, model, fail), named=True,
+                                   hold=getattr(base, "hold", None))
                 else:
                     self._send_json(200, anthropic_message(turn, model))
             elif request.api == "openai-chat":
                 if request.stream:
                     events = (("", c) for c in chat_chunks(turn, model))
-                    self._send_sse(events, named=False, done=True)
+                    self._send_sse(events, named=False, done=True, hold=turn.hold)
                 else:
                     self._send_json(200, chat_completion(turn, model))
             else:
                 if request.stream:
-                    self._send_sse(responses_events(turn, model, request.body), named=True)
+                    self._send_sse(responses_events(turn, model, request.body), named=True,
+                                   hold=turn.hold)
                 else:
                     self._send_json(200, responses_response(turn, model, request.body))
 
@@ -539,17 +576,25 @@ def _make_handler(standin):
             self.end_headers()
             self.wfile.write(data)
 
-        def _send_sse(self, events, named, done=False):
+        def _send_sse(self, events, named, done=False, hold=None):
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Cache-Control", "no-cache")
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
+            sent = 0
+            if hold is not None:
+                events = list(events)
+                hold.sent_total = len(events) + (1 if done else 0)
             try:
                 for name, data in events:
                     frame = (f"event: {name}\n" if named and name else "") + \
                         f"data: {json.dumps(data)}\n\n"
                     self._chunk(frame.encode())
+                    sent += 1
+                    if hold is not None and hold.sent_before is None and \
+                            _is_text_piece(name, data):
+                        hold.wait(sent)
                     if standin.event_delay:
                         time.sleep(standin.event_delay)
                 if done:

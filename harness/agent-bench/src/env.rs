@@ -23,7 +23,8 @@ use serde_json::Value;
 
 use crate::error::{BenchError, PolicyError, Result};
 use crate::page_server::PageServer;
-use crate::task::{Approvals, Task, TaskDir, TaskKind, WebTask};
+use crate::safety::approves;
+use crate::task::{Approvals, Reward, Task, TaskDir, TaskKind, WebTask};
 
 /// What the policy sees after a reset or a step.
 #[derive(Debug, Clone)]
@@ -243,6 +244,8 @@ pub struct WebEnv {
     /// The run's DPR, overriding the tasks'.
     dpr: Option<f64>,
     format: ImageFormat,
+    /// How vendor safety checks are answered (`None`: as the task's `approvals`).
+    safety_checks: Option<Approvals>,
     episode: Option<Episode>,
 }
 
@@ -268,6 +271,8 @@ struct Episode {
     trace: Vec<TraceStep>,
     start_url: String,
     first: Option<EncodedImage>,
+    /// What the page worded as the task after reset (the task's `instruction`).
+    instruction: Option<String>,
 }
 
 /// One step of an episode as the report shows it: what happened, the reward after it,
@@ -291,6 +296,8 @@ pub struct Trace {
     pub screen: Screen,
     pub start_url: String,
     pub first: Option<EncodedImage>,
+    /// The instruction the page gave (tasks with `instruction`), else `None`.
+    pub instruction: Option<String>,
     pub steps: Vec<TraceStep>,
     pub reward: f64,
     pub done: bool,
@@ -311,8 +318,15 @@ impl WebEnv {
             pages,
             dpr: None,
             format: ImageFormat::Png,
+            safety_checks: None,
             episode: None,
         }
+    }
+
+    /// Answers the vendor safety checks of later steps (OpenAI `pending_safety_checks`,
+    /// Gemini `require_confirmation`) with `answer`; `None`: as the task's `approvals`.
+    pub fn answer_safety_checks(&mut self, answer: Option<Approvals>) {
+        self.safety_checks = answer;
     }
 
     /// Runs every task at this DPR (1 or 2) whatever its `dpr` says.
@@ -433,6 +447,26 @@ impl WebEnv {
                 ));
             }
         }
+        let instruction = match &web.instruction {
+            None => None,
+            Some(expression) => {
+                let read = computer
+                    .backend()
+                    .eval(format!("String({expression})"))
+                    .await;
+                match read {
+                    Ok(Value::String(text)) => Some(text),
+                    Ok(other) => Some(other.to_string()),
+                    Err(e) => {
+                        let _closed = computer.backend_mut().close().await;
+                        return Err(BenchError::task(
+                            &task.id,
+                            format!("its `instruction` could not be read: {e}"),
+                        ));
+                    }
+                }
+            }
+        };
         let first = computer
             .step(ComputerCall::native(Action::Screenshot), None)
             .await?;
@@ -456,8 +490,36 @@ impl WebEnv {
             trace: Vec::new(),
             start_url: url_for_trace,
             first: observation.screenshot.clone(),
+            instruction,
         });
         Ok(observation)
+    }
+
+    /// The instruction of the current episode: what its page worded (tasks with
+    /// `instruction`), else the task's `prompt`.
+    pub fn instruction(&self) -> Option<String> {
+        self.episode.as_ref().map(|e| {
+            e.instruction
+                .clone()
+                .unwrap_or_else(|| e.task.prompt.clone())
+        })
+    }
+
+    /// The scaling between the model's display and the page of the current episode (what a
+    /// scripted policy uses to turn a place on the page into screenshot coordinates).
+    pub fn scaler(&self) -> Option<Scaler> {
+        self.episode.as_ref().map(|e| e.scaler)
+    }
+
+    /// Evaluates `expression` in the current page and returns its value (JSON). For
+    /// scripted policies that read the page as a replay would; the reward is never taken
+    /// from here.
+    pub async fn inspect(&self, expression: impl Into<String>) -> Result<Value> {
+        let episode = self
+            .episode
+            .as_ref()
+            .ok_or_else(|| BenchError::State("inspect before reset: call reset first".into()))?;
+        Ok(episode.computer.backend().eval(expression.into()).await?)
     }
 
     /// The seed of the current episode.
@@ -469,6 +531,7 @@ impl WebEnv {
     /// (nothing ran; the observation is the previous one); `Err` means the episode broke.
     pub async fn step(&mut self, action: EnvAction) -> Result<Transition> {
         let t0 = Instant::now();
+        let safety_checks = self.safety_checks;
         let episode = unfinished_episode(self.episode.as_mut(), |e| e.done)?;
         episode.steps += 1;
         let mut info = StepInfo::new(episode.steps, action.clone(), episode.last.url.clone());
@@ -485,7 +548,7 @@ impl WebEnv {
                     let Some(pending) = report.pending.clone() else {
                         break;
                     };
-                    let approve = episode.web.approvals == Approvals::Approve;
+                    let approve = approves(&pending, episode.web.approvals, safety_checks);
                     reports.push((report, Some(approve)));
                     report = if approve {
                         episode.computer.approve(&pending.id).await?
@@ -499,13 +562,13 @@ impl WebEnv {
             }
         }
         let tr = Instant::now();
-        let reward = read_reward(&episode.computer, &episode.web).await?;
+        let (reward, page_done) = read_reward(&episode.computer, &episode.web).await?;
         info.reward_ms = ms(tr);
         episode.reward = reward;
         let truncated = episode.steps >= episode.task.max_steps
             || episode.started.elapsed().as_secs_f64() >= episode.task.max_seconds;
-        episode.done = reward >= SUCCESS || truncated;
-        info.truncated = truncated && reward < SUCCESS;
+        episode.done = reward >= SUCCESS || page_done || truncated;
+        info.truncated = truncated && reward < SUCCESS && !page_done;
         info.wall_ms = ms(t0);
         episode.trace.push(TraceStep {
             info: info.clone(),
@@ -529,7 +592,7 @@ impl WebEnv {
         match &mut self.episode {
             None => Ok(0.0),
             Some(e) => {
-                e.reward = read_reward(&e.computer, &e.web).await?;
+                e.reward = read_reward(&e.computer, &e.web).await?.0;
                 Ok(e.reward)
             }
         }
@@ -547,6 +610,7 @@ impl WebEnv {
             },
             start_url: e.start_url.clone(),
             first: e.first.clone(),
+            instruction: e.instruction.clone(),
             steps: e.trace.clone(),
             reward: e.reward,
             done: e.done,
@@ -582,19 +646,27 @@ fn round2(v: f64) -> f64 {
     (v * 100.0).round() / 100.0
 }
 
-/// Reads the task's reward from the page: `true` is 1, `false` 0, numbers are clamped
-/// to 0..=1, anything else (an exception in the predicate) is 0.
-async fn read_reward(computer: &Computer<BrowserSession>, web: &WebTask) -> Result<f64> {
+/// Reads the task's reward from the page, and its `done` predicate in the same round trip:
+/// `true` is 1, `false` 0, numbers are clamped to 0..=1, anything else (an exception in
+/// the predicate) is 0; a `done` that throws is not done.
+async fn read_reward(computer: &Computer<BrowserSession>, web: &WebTask) -> Result<(f64, bool)> {
+    let done = web
+        .done
+        .as_ref()
+        .map_or_else(|| "false".to_owned(), Reward::expression);
     let expression = format!(
-        "(() => {{ try {{ const v = {}; return typeof v === 'number' ? v : !!v; }} catch (e) {{ return 0; }} }})()",
+        "(() => {{ let r = 0, d = false; \
+         try {{ const v = {}; r = typeof v === 'number' ? v : !!v; }} catch (e) {{}} \
+         try {{ d = !!({done}); }} catch (e) {{}} return [r, d]; }})()",
         web.reward.expression()
     );
     let value = computer.backend().eval(expression).await?;
-    Ok(match value {
-        Value::Bool(true) => 1.0,
-        Value::Number(n) => n.as_f64().unwrap_or(0.0).clamp(0.0, 1.0),
+    let reward = match value.get(0) {
+        Some(Value::Bool(true)) => 1.0,
+        Some(Value::Number(n)) => n.as_f64().unwrap_or(0.0).clamp(0.0, 1.0),
         _ => 0.0,
-    })
+    };
+    Ok((reward, value.get(1) == Some(&Value::Bool(true))))
 }
 
 /// Folds the engine's reports of one step (the asks, the answers, the end) into `info`.

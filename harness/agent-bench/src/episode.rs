@@ -48,7 +48,15 @@ pub(crate) async fn run_episode(inputs: EpisodeInputs<'_>) -> EpisodeResult {
         TaskKind::Web(_) => web_episode(&inputs, &mut result).await,
         TaskKind::Code(_) => code_episode(engines, policy, task.clone(), seed, &mut result).await,
         TaskKind::Desktop(_) => {
-            desktop_episode(policy, task.clone(), seed, inputs.dir, &mut result).await
+            desktop_episode(
+                policy,
+                inputs.id,
+                task.clone(),
+                seed,
+                inputs.dir,
+                &mut result,
+            )
+            .await
         }
     };
     if let Err(error) = outcome {
@@ -70,9 +78,11 @@ async fn web_episode(inputs: &EpisodeInputs<'_>, result: &mut EpisodeResult) -> 
         dpr,
         dir,
     } = *inputs;
+    // MiniWoB++ pages have no script: the scripted policy reads them as it goes.
+    let solver = matches!(policy, Policy::Script) && crate::miniwob::is_package_task(task);
     let script = match policy {
-        Policy::Script => Some(read_script(task)?),
-        Policy::Driver(_) => None,
+        Policy::Script if !solver => Some(read_script(task)?),
+        _ => None,
     };
     let browser = engines.browser().await?;
     let env = WebEnv::new(browser, Some(engines.pages.clone())).with_dpr(dpr);
@@ -80,7 +90,16 @@ async fn web_episode(inputs: &EpisodeInputs<'_>, result: &mut EpisodeResult) -> 
     let tr = Instant::now();
     env.lock().await.reset(task.clone(), seed).await?;
     result.reset_ms = round2(tr.elapsed().as_secs_f64() * 1000.0);
+    let instruction = env
+        .lock()
+        .await
+        .instruction()
+        .unwrap_or_else(|| task.prompt.clone());
+    result.prompt.clone_from(&instruction);
     let driven = match (policy, script) {
+        (Policy::Script, None) if solver => {
+            crate::miniwob::play(&mut *env.lock().await, &task.id).await
+        }
         (Policy::Script, Some(script)) => {
             let mut env = env.lock().await;
             let mut outcome = Ok(());
@@ -101,6 +120,7 @@ async fn web_episode(inputs: &EpisodeInputs<'_>, result: &mut EpisodeResult) -> 
                 id: id.to_owned(),
                 task: task.clone(),
                 seed,
+                instruction,
             };
             driver.drive(spec, env.clone()).await
         }
@@ -125,20 +145,27 @@ async fn web_episode(inputs: &EpisodeInputs<'_>, result: &mut EpisodeResult) -> 
 #[cfg(feature = "desktop")]
 async fn desktop_episode(
     policy: &Policy,
+    id: &str,
     task: Arc<Task>,
     seed: u64,
     dir: &Path,
     result: &mut EpisodeResult,
 ) -> Result<()> {
-    let Policy::Script = policy else {
-        return Err(BenchError::task(
-            &task.id,
-            "desktop tasks run with the scripted policy only",
-        ));
+    use crate::desktop::DesktopPolicy;
+    let played = match policy {
+        Policy::Script => DesktopPolicy::Script(read_script(&task)?),
+        Policy::Driver(driver) => DesktopPolicy::Driver(
+            driver.clone(),
+            EpisodeSpec {
+                id: id.to_owned(),
+                task: task.clone(),
+                seed,
+                instruction: task.prompt.clone(),
+            },
+        ),
     };
-    let script = read_script(&task)?;
     let tr = Instant::now();
-    let trace = crate::desktop::run(task, seed, script).await?;
+    let trace = crate::desktop::run(task, seed, played).await?;
     result.reset_ms = round2(tr.elapsed().as_secs_f64() * 1000.0);
     record_trace(&trace, dir, result)?;
     result.start_url = None;
@@ -150,6 +177,7 @@ async fn desktop_episode(
 #[cfg(not(feature = "desktop"))]
 async fn desktop_episode(
     _policy: &Policy,
+    _id: &str,
     task: Arc<Task>,
     _seed: u64,
     _dir: &Path,

@@ -6,7 +6,10 @@
 //! - [`env`]: the gym-style interface over the computer engine — [`WebEnv::reset`],
 //!   [`WebEnv::step`], [`WebEnv::evaluate`] — whose reward is read from the page;
 //! - [`code`]: the same over the sandbox, with a checker program as the reward;
+//! - [`policy_env`]: what a policy that drives an episode itself sees of it, web or
+//!   desktop alike (the screen, a step in the vendor's own action shape);
 //! - [`page_server`]: a loopback server for the tasks' own pages;
+//! - [`miniwob`]: the MiniWoB++ suite, its pages fetched from the published package;
 //! - [`run`]: parallel, resumable runs that write `results.json`; [`report`]: `report.html`.
 //!
 //! ```no_run
@@ -36,18 +39,24 @@ pub mod builtin;
 pub mod code;
 #[cfg(feature = "desktop")]
 mod desktop;
+#[cfg(feature = "desktop")]
+pub mod desktop_env;
 mod engines;
 pub mod env;
 mod episode;
 mod error;
+pub mod miniwob;
 mod options;
 pub mod page_server;
+pub mod policy_env;
 mod progress;
 pub mod report;
 mod results;
 pub mod run;
+mod safety;
 mod script;
 pub mod task;
 
 pub use env::{EnvAction, Observation, Transition, WebEnv};
 pub use error::{BenchError, PolicyError, Result};
+pub use safety::VENDOR_SAFETY_RULE;

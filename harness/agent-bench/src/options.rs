@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
+#[cfg(feature = "desktop")]
+use futures::future::LocalBoxFuture;
 
 use crate::env::WebEnv;
 use crate::error::Result;
@@ -46,6 +48,18 @@ pub trait Driver: Send + Sync {
         let _ = task;
         None
     }
+    /// Drives one desktop episode, on the display's own thread (so the future need not be
+    /// `Send`); the checker scores it afterwards. `None`: this policy does not drive
+    /// desktop tasks (they end as errors).
+    #[cfg(feature = "desktop")]
+    fn drive_desktop<'a>(
+        &'a self,
+        episode: EpisodeSpec,
+        env: &'a mut crate::desktop_env::DesktopEnv,
+    ) -> Option<LocalBoxFuture<'a, Result<()>>> {
+        let _ = (episode, env);
+        None
+    }
 }
 
 /// One episode of a run, as a driver sees it.
@@ -54,6 +68,9 @@ pub struct EpisodeSpec {
     pub id: String,
     pub task: Arc<Task>,
     pub seed: u64,
+    /// What the policy is asked to do: the task's `prompt`, or the instruction its page
+    /// worded for this seed.
+    pub instruction: String,
 }
 
 /// How to run a suite.

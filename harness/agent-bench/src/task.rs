@@ -73,6 +73,14 @@ pub struct WebTask {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reset: Option<String>,
     pub reward: Reward,
+    /// When the page says the episode is over whatever the reward (a wrong answer, a time
+    /// limit of its own): a predicate read with the reward after every step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub done: Option<Reward>,
+    /// A JavaScript expression read after reset whose text is the episode's instruction
+    /// (a page that words its own task per seed); the policy gets it instead of `prompt`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instruction: Option<String>,
     /// Origins the session may reach besides the pages Cordon serves (`[]`: only those
     /// when `pages` is set, everything otherwise).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -122,6 +130,10 @@ pub struct DesktopTask {
 }
 
 /// What kind of episode a task is.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "a task is parsed once per suite and shared behind an Arc per episode"
+)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum TaskKind {

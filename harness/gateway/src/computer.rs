@@ -36,12 +36,23 @@ pub trait Computers: Send + Sync + std::fmt::Debug {
     /// Whether computer `id` is open.
     fn exists<'a>(&'a self, id: &'a str) -> BoxFuture<'a, bool>;
 
-    /// Runs one Anthropic computer-tool action (`input` of the tool call) on computer `id`.
-    /// `approved` is set when the client approved this call after a gate asked.
+    /// Runs one Anthropic computer-tool action (`input` of the tool call) on computer `id`,
+    /// or one action of Cordon's vocabulary (`{"kind": "navigate", "url"}`, `go_back`,
+    /// `go_forward`: a browser toolset's `navigate`).
+    /// `approved` is set when the client approved this call after a gate asked. A Gemini
+    /// function call (`{"name": "click_at", "args"}`) is one of Gemini's computer-use
+    /// actions, on its 0–999 grid.
     fn act<'a>(
         &'a self,
         id: &'a str,
         input: &'a Value,
         approved: bool,
     ) -> BoxFuture<'a, Result<ComputerOutcome, String>>;
+
+    /// The page computer `id` is on (Gemini's action results carry it); `None` when
+    /// unknown.
+    fn current_url<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Option<String>> {
+        let _ = id;
+        Box::pin(async { None })
+    }
 }

@@ -56,6 +56,8 @@ pub(crate) enum Outcome {
 #[derive(Debug)]
 pub(crate) struct Container {
     pub(crate) id: String,
+    /// The language of its programs (its sandbox session's interpreter).
+    pub(crate) language: Language,
     session: Session,
     expires_ms: Mutex<u64>,
     /// The execution waiting for client results, if any.
@@ -136,7 +138,7 @@ pub(crate) struct Containers {
     program_wait: Duration,
     /// Containers alive at once: each holds a sandbox instance.
     max: usize,
-    /// The language programs are written in.
+    /// The language programs are written in unless a code tool names another.
     language: Language,
     map: Arc<Mutex<HashMap<String, Arc<Container>>>>,
     /// Ids of containers that are gone, and why, so a client is told apart from one that
@@ -204,6 +206,11 @@ impl Containers {
         self.sandbox.clone()
     }
 
+    /// The server's code language (`--code-language`), of containers made by [`Self::create`].
+    pub(crate) fn language(&self) -> Language {
+        self.language
+    }
+
     /// Expired containers free their instances even when no request comes: a task sweeps
     /// while the gateway lives (none outside a Tokio runtime; requests sweep too).
     fn sweep_periodically(&self) {
@@ -241,9 +248,31 @@ impl Containers {
         }
     }
 
-    /// A new container, closing the least recently used one (idle ones first) when
-    /// [`Self::max`] are alive.
+    /// The container whose program waits, suspended, in the code call `server_id`.
+    pub(crate) fn suspended_on(&self, server_id: &str) -> Option<Arc<Container>> {
+        sweep(&self.map, &self.gone);
+        let found = lock(&self.map)
+            .values()
+            .find(|c| {
+                c.running
+                    .try_lock()
+                    .is_ok_and(|r| r.as_ref().is_some_and(|r| r.server_id == server_id))
+            })
+            .cloned();
+        if let Some(container) = &found {
+            container.touch(self.ttl);
+        }
+        found
+    }
+
+    /// A new container of the server's code language.
     pub(crate) fn create(&self) -> Result<Arc<Container>, ContainerError> {
+        self.create_for(self.language)
+    }
+
+    /// A new container whose programs are in `language`, closing the least recently used
+    /// one (idle ones first) when [`Self::max`] are alive.
+    pub(crate) fn create_for(&self, language: Language) -> Result<Arc<Container>, ContainerError> {
         sweep(&self.map, &self.gone);
         let sandbox = self.sandbox.as_ref().ok_or(ContainerError::NoSandbox)?;
         let limits = Limits {
@@ -251,13 +280,14 @@ impl Containers {
             ..Limits::default()
         };
         let spec = SessionSpec::new(
-            self.language,
+            language,
             Dispatcher::new(Arc::new(cordon_core::ToolRegistry::empty())),
         )
         .limits(limits);
         let id = cordon_core::ids::fresh_id("container");
         let container = Arc::new(Container {
             id: id.clone(),
+            language,
             session: sandbox.session(spec),
             expires_ms: Mutex::new(now_ms().saturating_add(ms(self.ttl))),
             running: tokio::sync::Mutex::new(None),

@@ -1,6 +1,6 @@
 //! Cordon's model gateway: the loop between a client speaking the Anthropic Messages API
 //! and any upstream model (Anthropic Messages, OpenAI Chat Completions, OpenAI Responses,
-//! or a recorded script).
+//! Gemini, or a recorded script).
 //!
 //! The gateway decodes the client's request into the canonical conversation
 //! (`cordon_protocol::conversation`), checks tool-call pairing before anything runs, asks
@@ -43,6 +43,7 @@ mod computer;
 mod containers;
 mod continuation;
 mod gateway;
+mod gemini_upstream;
 mod messages;
 mod options;
 pub mod record;
@@ -51,12 +52,13 @@ pub mod session;
 mod set_aside;
 pub mod sse;
 mod tool_calls;
+mod tool_search;
 pub mod upstream;
 
 pub use computer::{ComputerOutcome, Computers};
 pub use containers::{ContainerError, ProgramCall};
 pub use gateway::Gateway;
-pub use messages::{MessagesCall, MessagesReply};
+pub use messages::{LiveStream, MessagesAnswer, MessagesCall, MessagesReply, StreamHead};
 pub use options::{
     DEFAULT_CONTAINER_TTL, DEFAULT_MAX_CONTAINERS, DEFAULT_MAX_TOOL_ROUNDS, DEFAULT_PROGRAM_WAIT,
     GatewayOptions,

@@ -8,7 +8,7 @@ use cordon_protocol::conversation::{
     CODE_TOOL, ContentBlock, Extra, FunctionTool, Message, Role, ToolCall, ToolDefinition,
     ToolResult, ToolResultContent,
 };
-use cordon_protocol::execution::ExecutionResult;
+use cordon_protocol::execution::{ExecutionResult, Language};
 use cordon_protocol::tool::ToolDeclaration;
 use serde_json::{Value, json};
 
@@ -23,6 +23,8 @@ pub(crate) enum CallTarget {
     Code,
     /// The bound computer's tool.
     Computer,
+    /// A tool search (`tool_search_tool_regex_*` / `_bm25_*`), run by Cordon.
+    ToolSearch,
     /// An operator tool (no client tool of its name shadows it).
     Operator,
     /// A tool the client declared.
@@ -31,21 +33,26 @@ pub(crate) enum CallTarget {
     Undeclared,
 }
 
-/// Which tool the call `name` is for: the code tool (when `code` execution is offered),
-/// the bound `computer` tool, an operator tool (unless the client declares one of that
-/// name: a client tool shadows an operator tool), a client tool, or none.
+/// Which tool the call `name` is for: the code tool (`code`, its name when offered),
+/// the bound `computer` tool, a tool search (one of `searches`), an operator tool (unless
+/// the client declares one of that name: a client tool shadows an operator tool), a client
+/// tool, or none.
 pub(crate) fn classify(
     name: &str,
-    code: bool,
+    code: Option<&str>,
     computer: Option<&str>,
+    searches: &[String],
     client_declares: impl Fn(&str) -> bool,
     operator: Option<&Dispatcher>,
 ) -> CallTarget {
-    if code && name == CODE_TOOL {
+    if code == Some(name) {
         return CallTarget::Code;
     }
     if computer == Some(name) {
         return CallTarget::Computer;
+    }
+    if searches.iter().any(|s| s == name) {
+        return CallTarget::ToolSearch;
     }
     if !client_declares(name) && operator.is_some_and(|o| o.registry().get(name).is_some()) {
         return CallTarget::Operator;
@@ -97,12 +104,26 @@ pub(crate) fn operator_function(declaration: &ToolDeclaration) -> ToolDefinition
 /// The code tool as the model is offered it: Python code to run, described by
 /// `description`.
 pub(crate) fn code_function(description: String) -> ToolDefinition {
+    program_function(CODE_TOOL, description, Language::Python)
+}
+
+/// A code tool as the model is offered it (`name`): a program in `language` to run,
+/// described by `description`.
+pub(crate) fn program_function(
+    name: &str,
+    description: String,
+    language: Language,
+) -> ToolDefinition {
+    let what = match language {
+        Language::Javascript => "JavaScript program to run (top-level `await` allowed)",
+        _ => "Python code to run",
+    };
     ToolDefinition::Function(FunctionTool {
-        name: CODE_TOOL.to_owned(),
+        name: name.to_owned(),
         description: Some(description),
         input_schema: json!({
             "type": "object",
-            "properties": {"code": {"type": "string", "description": "Python code to run"}},
+            "properties": {"code": {"type": "string", "description": what}},
             "required": ["code"],
         }),
         allowed_callers: Vec::new(),
@@ -141,7 +162,7 @@ pub(crate) async fn call_operator(
 }
 
 /// What the model reads for a code call whose input has no program.
-pub(crate) const NO_CODE: &str = "the input needs `code` (a string of Python)";
+pub(crate) const NO_CODE: &str = "the input needs `code` (a string: the program to run)";
 
 /// What the model reads for a code call while its container holds a program that waits
 /// for tool results.

@@ -1,15 +1,20 @@
-//! Upstream models: the trait the loop calls, and HTTP clients for the three vendor APIs.
+//! Upstream models: the trait the loop calls, and HTTP clients for the vendor APIs
+//! (Anthropic Messages, OpenAI Chat Completions and Responses, Gemini `generateContent`).
 
 use std::fmt;
 use std::time::Duration;
 
 use cordon_protocol::conversation::stream::{
-    Accumulator, AnthropicAccumulator, ChatAccumulator, Progress, ResponsesAccumulator,
+    Accumulator, AnthropicAccumulator, ChatAccumulator, Delta, DeltaSink, GeminiAccumulator,
+    Progress, ResponsesAccumulator, turn_deltas,
 };
-use cordon_protocol::conversation::{ConversionError, Request, Turn, anthropic, chat, responses};
+use cordon_protocol::conversation::{
+    ContentBlock, ConversionError, Request, Turn, anthropic, chat, gemini, responses,
+};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
+use crate::gemini_upstream;
 use crate::sse::SseParser;
 
 /// The vendor API an upstream speaks.
@@ -22,15 +27,19 @@ pub enum Api {
     OpenaiChat,
     /// OpenAI Responses: POST `URL/responses`.
     OpenaiResponses,
+    /// Gemini: POST `URL/v1beta/models/{model}:generateContent` (or
+    /// `:streamGenerateContent?alt=sse`).
+    Gemini,
 }
 
 impl Api {
-    /// Parses `anthropic`, `openai-chat`, `openai-responses`.
+    /// Parses `anthropic`, `openai-chat`, `openai-responses`, `gemini`.
     pub fn parse(name: &str) -> Option<Api> {
         match name {
             "anthropic" => Some(Api::Anthropic),
             "openai-chat" | "openai_chat" | "chat" => Some(Api::OpenaiChat),
             "openai-responses" | "openai_responses" | "responses" => Some(Api::OpenaiResponses),
+            "gemini" | "google" => Some(Api::Gemini),
             _ => None,
         }
     }
@@ -42,6 +51,7 @@ impl Api {
             Api::Anthropic => Vendor::Anthropic,
             Api::OpenaiChat => Vendor::OpenaiChat,
             Api::OpenaiResponses => Vendor::OpenaiResponses,
+            Api::Gemini => Vendor::Gemini,
         }
     }
 
@@ -51,6 +61,7 @@ impl Api {
             Api::Anthropic => "Messages",
             Api::OpenaiChat => "Chat Completions",
             Api::OpenaiResponses => "Responses",
+            Api::Gemini => "Gemini generateContent",
         }
     }
 
@@ -60,6 +71,7 @@ impl Api {
             Api::Anthropic => "anthropic",
             Api::OpenaiChat => "openai-chat",
             Api::OpenaiResponses => "openai-responses",
+            Api::Gemini => "gemini",
         }
     }
 
@@ -68,6 +80,8 @@ impl Api {
             Api::Anthropic => "/v1/messages",
             Api::OpenaiChat => "/chat/completions",
             Api::OpenaiResponses => "/responses",
+            // The model and method follow (`gemini_upstream::url`).
+            Api::Gemini => "/v1beta/models",
         }
     }
 }
@@ -157,6 +171,27 @@ pub trait Upstream: Send + Sync + fmt::Debug {
         credential: Option<&'a Credential>,
     ) -> BoxFuture<'a, Result<Turn, UpstreamError>>;
 
+    /// One model turn for a streamed `request`, handing `sink` the turn's canonical
+    /// deltas as they arrive (each block's `BlockStop` before the next event is read). The
+    /// turn returned holds the blocks the deltas stopped, in index order: what went out.
+    ///
+    /// The default asks [`call`](Upstream::call) for the whole turn and hands its deltas
+    /// at once, for upstreams that do not stream (a script).
+    fn call_streaming<'a>(
+        &'a self,
+        request: &'a Request,
+        credential: Option<&'a Credential>,
+        sink: &'a mut dyn DeltaSink,
+    ) -> BoxFuture<'a, Result<Turn, UpstreamError>> {
+        Box::pin(async move {
+            let turn = self.call(request, credential).await?;
+            for delta in turn_deltas(&turn) {
+                sink.send(delta);
+            }
+            Ok(turn)
+        })
+    }
+
     /// `API=URL`, for records and messages.
     fn describe(&self) -> String;
 
@@ -175,6 +210,8 @@ pub struct HttpUpstream {
     client: reqwest::Client,
     timeout: Duration,
     key: Option<Credential>,
+    /// Headers sent with every call (an `anthropic-beta` a tool needs).
+    headers: Vec<(String, String)>,
 }
 
 impl HttpUpstream {
@@ -194,7 +231,14 @@ impl HttpUpstream {
             client,
             timeout,
             key: None,
+            headers: Vec::new(),
         })
+    }
+
+    /// Sends the header `name: value` with every call (a beta a vendor tool needs).
+    pub fn with_header(mut self, name: &str, value: &str) -> Self {
+        self.headers.push((name.to_owned(), value.to_owned()));
+        self
     }
 
     /// Uses this key for every call instead of the client's.
@@ -214,6 +258,7 @@ impl HttpUpstream {
                 body
             }
             Api::OpenaiResponses => responses::encode_request(request),
+            Api::Gemini => gemini::encode_request(request),
         }
     }
 
@@ -221,14 +266,22 @@ impl HttpUpstream {
         &self,
         request: &Request,
         credential: Option<&Credential>,
+        mut sink: Option<&mut dyn DeltaSink>,
     ) -> Result<Turn, UpstreamError> {
         let body = self.body(request);
         // Read the answer as a stream only when this very body asked for one.
-        let asked_stream = body.get("stream") == Some(&Value::Bool(true));
-        let mut http = self
-            .client
-            .post(format!("{}{}", self.url, self.api.path()))
-            .json(&body);
+        let asked_stream = body.get("stream") == Some(&Value::Bool(true))
+            || (self.api == Api::Gemini && request.stream);
+        let url = match self.api {
+            Api::Gemini => gemini_upstream::url(&self.url, &request.model, request.stream),
+            _ => format!("{}{}", self.url, self.api.path()),
+        };
+        // Where a Gemini turn numbers its calls without ids.
+        let position = gemini_upstream::call_position();
+        let mut http = self.client.post(url).json(&body);
+        for (name, value) in &self.headers {
+            http = http.header(name.as_str(), value.as_str());
+        }
         // Whose key reaches the upstream: a 401/403 is the client's to fix only when it is theirs.
         let clients_key = self.key.is_none() && credential.is_some();
         let credential = self.key.as_ref().or(credential);
@@ -242,6 +295,11 @@ impl HttpUpstream {
             Api::OpenaiChat | Api::OpenaiResponses => {
                 if let Some(Credential(key)) = credential {
                     http = http.bearer_auth(key);
+                }
+            }
+            Api::Gemini => {
+                if let Some(Credential(key)) = credential {
+                    http = http.header("x-goog-api-key", key);
                 }
             }
         }
@@ -286,15 +344,24 @@ impl HttpUpstream {
                 Api::Anthropic => anthropic::decode_response(&body),
                 Api::OpenaiChat => chat::decode_response(&body),
                 Api::OpenaiResponses => responses::decode_response(&body),
+                Api::Gemini => gemini::decode_response_at(&body, &position),
             };
-            return turn.map_err(|e| UpstreamError::InvalidAnswer(e.to_string()));
+            let turn = turn.map_err(|e| UpstreamError::InvalidAnswer(e.to_string()))?;
+            if let Some(sink) = sink {
+                for delta in turn_deltas(&turn) {
+                    sink.send(delta);
+                }
+            }
+            return Ok(turn);
         }
         let mut accumulator: Box<dyn AccumulatorObj> = match self.api {
             Api::Anthropic => Box::new(AnthropicAccumulator::default()),
             Api::OpenaiChat => Box::new(ChatAccumulator::default()),
             Api::OpenaiResponses => Box::new(ResponsesAccumulator::default()),
+            Api::Gemini => Box::new(GeminiAccumulator::at_position(&position)),
         };
         let mut parser = SseParser::default();
+        let mut live = LiveBlocks::default();
         let mut done = false;
         let mut read = 0usize;
         while !done {
@@ -314,7 +381,11 @@ impl HttpUpstream {
                 if data.get("type").and_then(Value::as_str) == Some("ping") {
                     continue;
                 }
-                match accumulator.push_event(&name, &data) {
+                let pushed = accumulator.push_event(&name, &data, &mut live.deltas);
+                if let Some(sink) = sink.as_deref_mut() {
+                    live.forward(sink);
+                }
+                match pushed {
                     Ok(Progress::Done) => done = true,
                     Ok(_) => {}
                     // The upstream's own `error` event keeps its meaning.
@@ -333,9 +404,13 @@ impl HttpUpstream {
                 break;
             }
         }
-        accumulator
+        let mut turn = accumulator
             .finish_turn()
-            .map_err(|e| UpstreamError::InvalidAnswer(e.to_string()))
+            .map_err(|e| UpstreamError::InvalidAnswer(e.to_string()))?;
+        if let Some(sink) = sink {
+            live.finish(&mut turn, sink);
+        }
+        Ok(turn)
     }
 
     fn read_failure(&self, error: ReadError) -> UpstreamError {
@@ -410,13 +485,23 @@ pub fn redacted(url: &str) -> String {
 
 /// The accumulators behind one object type (their `finish` takes `self`).
 trait AccumulatorObj: Send {
-    fn push_event(&mut self, name: &str, data: &Value) -> Result<Progress, ConversionError>;
+    fn push_event(
+        &mut self,
+        name: &str,
+        data: &Value,
+        deltas: &mut Vec<Delta>,
+    ) -> Result<Progress, ConversionError>;
     fn finish_turn(self: Box<Self>) -> Result<Turn, ConversionError>;
 }
 
 impl<A: Accumulator + Send> AccumulatorObj for A {
-    fn push_event(&mut self, name: &str, data: &Value) -> Result<Progress, ConversionError> {
-        self.push(name, data)
+    fn push_event(
+        &mut self,
+        name: &str,
+        data: &Value,
+        deltas: &mut Vec<Delta>,
+    ) -> Result<Progress, ConversionError> {
+        self.push_deltas(name, data, deltas)
     }
 
     fn finish_turn(self: Box<Self>) -> Result<Turn, ConversionError> {
@@ -444,13 +529,60 @@ fn error_message(text: &str) -> String {
     })
 }
 
+/// The deltas of one streamed answer on their way to the sink, and the blocks they stopped.
+#[derive(Default)]
+struct LiveBlocks {
+    /// Deltas of the event being read, not yet forwarded.
+    deltas: Vec<Delta>,
+    /// Any delta went out.
+    sent: bool,
+    stopped: Vec<(usize, ContentBlock)>,
+}
+
+impl LiveBlocks {
+    fn forward(&mut self, sink: &mut dyn DeltaSink) {
+        for delta in self.deltas.drain(..) {
+            self.sent = true;
+            if let Delta::BlockStop { index, block } = &delta {
+                self.stopped.push((*index, block.clone()));
+            }
+            sink.send(delta);
+        }
+    }
+
+    /// The turn holds what went out; an accumulator that told no deltas has its turn told
+    /// whole now.
+    fn finish(mut self, turn: &mut Turn, sink: &mut dyn DeltaSink) {
+        if !self.sent {
+            for delta in turn_deltas(turn) {
+                sink.send(delta);
+            }
+            return;
+        }
+        // A stream cut short may leave blocks unstopped: the accumulator's turn stands then.
+        if self.stopped.len() == turn.content.len() {
+            self.stopped.sort_by_key(|(index, _)| *index);
+            turn.content = self.stopped.into_iter().map(|(_, block)| block).collect();
+        }
+    }
+}
+
 impl Upstream for HttpUpstream {
     fn call<'a>(
         &'a self,
         request: &'a Request,
         credential: Option<&'a Credential>,
     ) -> BoxFuture<'a, Result<Turn, UpstreamError>> {
-        Box::pin(self.send(request, credential))
+        Box::pin(self.send(request, credential, None))
+    }
+
+    fn call_streaming<'a>(
+        &'a self,
+        request: &'a Request,
+        credential: Option<&'a Credential>,
+        sink: &'a mut dyn DeltaSink,
+    ) -> BoxFuture<'a, Result<Turn, UpstreamError>> {
+        Box::pin(self.send(request, credential, Some(sink)))
     }
 
     fn describe(&self) -> String {

@@ -32,6 +32,10 @@ pub struct ToolDeclaration {
     pub policy: Policy,
     /// What runs the call.
     pub handler: HandlerSpec,
+    /// Kept from the model until a tool search finds it (the gateway's
+    /// `tool_search_tool_*`): saves the model's context when there are many tools.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub defer_loading: bool,
 }
 
 fn any_object_schema() -> Value {

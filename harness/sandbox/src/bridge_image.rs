@@ -22,7 +22,7 @@ use crate::cache::{
 use crate::error::SandboxError;
 use crate::hmac::hmac_sha256;
 use crate::host_state::HostState;
-use crate::image::{GuestImage, GuestKind, Spare};
+use crate::image::{GuestImage, GuestKind, Spare, identity};
 use crate::snapshot::snapshot;
 
 /// Bump when the way images are made changes (snapshot steps, exports used).
@@ -155,6 +155,7 @@ pub(crate) async fn load(
         kind: GuestKind::Bridge,
         spare,
         tracked_max,
+        identity: identity(language.as_str(), &key),
     })
 }
 

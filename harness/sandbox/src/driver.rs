@@ -19,7 +19,7 @@ use crate::ending::{Ended, classify, failure};
 use crate::error::SandboxError;
 use crate::execution::Job;
 use crate::host_state::{MemoryGuard, RunState};
-use crate::image::{GuestImage, LiveInstance};
+use crate::image::{GuestImage, LiveInstance, SessionSlot};
 use crate::meter::{CpuMetered, Meter, Stop};
 use crate::output_budget;
 use crate::pool::{Returning, fresh_instance, make_spare};
@@ -69,11 +69,19 @@ pub(crate) async fn run_fresh(
 pub(crate) async fn run_in_session(
     image: impl Future<Output = Result<Arc<GuestImage>, SandboxError>>,
     returning: &AtomicUsize,
-    slot: Arc<tokio::sync::Mutex<Option<LiveInstance>>>,
+    slot: Arc<tokio::sync::Mutex<SessionSlot>>,
     job: Job,
 ) {
     let mut slot = slot.lock().await;
-    let (live, made_from) = match slot.take() {
+    if slot.paused {
+        let message = "the session was paused; resume it to run code in it";
+        finish(
+            job,
+            failure(ExecutionStatus::Error, "SessionPaused", message),
+        );
+        return;
+    }
+    let (live, made_from) = match slot.live.take() {
         Some(live) => (Ok(live), None),
         None => match image.await {
             Ok(image) => (fresh_instance(returning, &image).await, Some(image)),
@@ -84,10 +92,12 @@ pub(crate) async fn run_in_session(
         Ok(mut live) => {
             let (result, healthy) = run(&mut live, &job).await;
             if healthy {
-                *slot = Some(live);
+                slot.live = Some(live);
             }
-            finish(job, result);
+            // The slot is free before the result is out: a caller that pauses the session
+            // as soon as it has the result must find it idle.
             drop(slot);
+            finish(job, result);
             // The session took the spare (or would have): make the next one.
             if let Some(image) = made_from {
                 make_spare(returning, &image).await;

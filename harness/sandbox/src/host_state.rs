@@ -4,14 +4,15 @@
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Instant;
 
 use cordon_core::dispatch::{CallContext, Dispatcher};
 use cordon_guest::abi::Outcome;
 use cordon_protocol::execution::{Limits, Stream, ToolCallRecord};
 use wasmtime::{Memory, ResourceLimiter, TypedFunc};
-use wasmtime_wasi::WasiCtxBuilder;
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p1::WasiP1Ctx;
+use wasmtime_wasi::{HostMonotonicClock, WasiCtxBuilder};
 
 use crate::meter::{Meter, Stop, stop};
 use crate::wasi_fs::{FilesView, FsState};
@@ -31,6 +32,9 @@ pub(crate) struct HostState {
     /// The CPython guest's allocator export, found on its first door answer (looking it
     /// up and checking its type on every call cost a measurable part of a tool call).
     pub(crate) guest_alloc: Option<TypedFunc<i32, i32>>,
+    /// The guest's monotonic clock (kept to read it when a session is paused, and to
+    /// carry it on in the instance it resumes in).
+    pub(crate) clock: GuestClock,
 }
 
 /// Per-execution state of the bridge.
@@ -51,29 +55,25 @@ pub(crate) struct RunState {
 
 impl HostState {
     pub(crate) fn new(meter: Arc<Meter>) -> Self {
-        let mut builder = WasiCtxBuilder::new();
-        // No args, no env, no preopened directories, no sockets: WASI's defaults, stated.
-        builder
-            .stdout(GuestStream {
-                meter: meter.clone(),
-                stream: Stream::Stdout,
-            })
-            .stderr(GuestStream {
-                meter: meter.clone(),
-                stream: Stream::Stderr,
-            })
-            .allow_tcp(false)
-            .allow_udp(false)
-            .allow_ip_name_lookup(false);
+        let clock = GuestClock::starting_at(0);
         HostState {
-            wasi: builder.build_p1(),
+            wasi: wasi_context(&meter, clock),
             memory: MemoryGuard::default(),
             meter,
             fs: FsState::default(),
             run: None,
             guest_memory: None,
             guest_alloc: None,
+            clock,
         }
+    }
+
+    /// Has the guest's monotonic clock go on from `nanos` (a resumed session's clock reads
+    /// on from where it was paused, never back). Only before any guest code has run in
+    /// the instance: it replaces the WASI context, which holds nothing else of the guest.
+    pub(crate) fn restart_clock(&mut self, nanos: u64) {
+        self.clock = GuestClock::starting_at(nanos);
+        self.wasi = wasi_context(&self.meter, self.clock);
     }
 
     pub(crate) fn run(&mut self) -> wasmtime::Result<&mut RunState> {
@@ -81,6 +81,53 @@ impl HostState {
             .as_mut()
             .ok_or_else(|| stop(Stop::Bridge("no execution is running".into())))
     }
+}
+
+/// A guest's monotonic clock: nanoseconds from `start`, going on from `offset`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct GuestClock {
+    start: Instant,
+    offset: u64,
+}
+
+impl GuestClock {
+    fn starting_at(offset: u64) -> Self {
+        GuestClock {
+            start: Instant::now(),
+            offset,
+        }
+    }
+}
+
+impl HostMonotonicClock for GuestClock {
+    fn resolution(&self) -> u64 {
+        1
+    }
+
+    fn now(&self) -> u64 {
+        let elapsed = u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.offset.saturating_add(elapsed)
+    }
+}
+
+/// WASI with stdout and stderr into the meter and `clock` as its monotonic clock.
+fn wasi_context(meter: &Arc<Meter>, clock: GuestClock) -> WasiP1Ctx {
+    let mut builder = WasiCtxBuilder::new();
+    // No args, no env, no preopened directories, no sockets: WASI's defaults, stated.
+    builder
+        .stdout(GuestStream {
+            meter: meter.clone(),
+            stream: Stream::Stdout,
+        })
+        .stderr(GuestStream {
+            meter: meter.clone(),
+            stream: Stream::Stderr,
+        })
+        .allow_tcp(false)
+        .allow_udp(false)
+        .allow_ip_name_lookup(false)
+        .monotonic_clock(clock);
+    builder.build_p1()
 }
 
 impl std::fmt::Debug for HostState {

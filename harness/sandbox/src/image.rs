@@ -26,6 +26,20 @@ pub(crate) struct GuestImage {
     /// exactly: each instance's memory is armed for it (see [`crate::write_tracking`]), up
     /// to this many bytes (the pool's largest memory).
     pub(crate) tracked_max: Option<usize>,
+    /// What the image is, exactly (its kind and cache key, hashed): a paused session
+    /// resumes only into an instance of the image it was paused in.
+    pub(crate) identity: [u8; 32],
+}
+
+/// The identity of the image of `kind` (a language, or CPython's cache kind) with cache
+/// key `key` (which hashes the module, the engine and the recipe).
+pub(crate) fn identity(kind: &str, key: &str) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    hasher.update(kind.as_bytes());
+    hasher.update([0]);
+    hasher.update(key.as_bytes());
+    hasher.finalize().into()
 }
 
 /// How a guest is entered, and what its instances need besides the store.
@@ -49,6 +63,15 @@ pub(crate) struct LiveInstance {
     pub(crate) instance: Instance,
     /// Entered with a `turn` (the CPython guest) rather than `cordon_execute`.
     pub(crate) turns: bool,
+}
+
+/// A session's instance slot: the instance it keeps between executions (none before its
+/// first, after a limit, or once paused), and whether it was paused (then it runs nothing:
+/// its state lives on in the paused blob, and two copies must not diverge).
+#[derive(Default)]
+pub(crate) struct SessionSlot {
+    pub(crate) live: Option<LiveInstance>,
+    pub(crate) paused: bool,
 }
 
 /// A fresh instance of `image`, its memory armed for write tracking where the image says.
@@ -130,6 +153,16 @@ impl Spare {
 
     pub(crate) fn take(&self) -> Option<LiveInstance> {
         self.ready.lock().ok()?.take()
+    }
+
+    /// Puts back a spare taken only to be read (no guest code ran in it), unless another
+    /// was made meanwhile.
+    pub(crate) fn put_back(&self, live: LiveInstance) {
+        if let Ok(mut ready) = self.ready.lock()
+            && ready.is_none()
+        {
+            *ready = Some(live);
+        }
     }
 
     /// Notes the pages a fresh instance's run touched, for the next spare.

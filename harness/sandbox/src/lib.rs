@@ -7,6 +7,9 @@
 //!   instance so variables survive from one execution to the next.
 //! - An [`Execution`] streams [`ExecutionEvent`]s, takes client-tool results and approval
 //!   decisions while it is suspended, and ends with an [`ExecutionResult`].
+//! - [`Session::pause`] captures a session's state as a [`PausedSession`] (bytes to store
+//!   anywhere) and frees its instance; [`Sandbox::resume`] brings it back, on this host or
+//!   another running the same build.
 //! - A [`Workspace`] is the guest's `/workspace`: files in memory, with quotas, that the
 //!   host writes and reads around executions (`ExecutionRequest::workspace`).
 //!
@@ -60,6 +63,7 @@ mod host_state;
 mod image;
 mod meter;
 mod output_budget;
+mod paused;
 mod pool;
 mod sandbox;
 mod session;
@@ -74,6 +78,7 @@ pub use cache::default_cache_dir;
 pub use config::SandboxConfig;
 pub use error::SandboxError;
 pub use execution::{Execution, ExecutionControl, ExecutionRequest, ResultFuture};
+pub use paused::{BlobError, PauseError, PausedSession, ResumeError};
 pub use sandbox::Sandbox;
 pub use session::{Session, SessionSpec};
 pub use workspace::{FileEntry, GUEST_ROOT, Quota, Workspace, WorkspaceError, split_path};

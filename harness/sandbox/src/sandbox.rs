@@ -20,7 +20,7 @@ use crate::engine::{
 use crate::error::SandboxError;
 use crate::execution::{Execution, ExecutionRequest, Job};
 use crate::host_state::HostState;
-use crate::image::{GuestImage, LiveInstance, Spare};
+use crate::image::{GuestImage, SessionSlot, Spare};
 use crate::pool::make_spare;
 use crate::write_tracking;
 
@@ -96,7 +96,13 @@ impl Sandbox {
         Ok(sandbox)
     }
 
-    async fn image(&self, language: Language) -> Result<Arc<GuestImage>, SandboxError> {
+    /// The pool's count of slots being returned (see `pool::Returning`).
+    pub(crate) fn returning(&self) -> &AtomicUsize {
+        &self.shared.returning
+    }
+
+    /// The image of `language`, loaded on first use.
+    pub(crate) async fn image(&self, language: Language) -> Result<Arc<GuestImage>, SandboxError> {
         if language == Language::Python {
             return self
                 .shared
@@ -206,11 +212,7 @@ impl Sandbox {
 
     /// Runs a session's `job` on its instance in `slot` (a fresh one when it holds none),
     /// in a task of its own.
-    pub(crate) fn spawn_in_session(
-        &self,
-        slot: Arc<tokio::sync::Mutex<Option<LiveInstance>>>,
-        job: Job,
-    ) {
+    pub(crate) fn spawn_in_session(&self, slot: Arc<tokio::sync::Mutex<SessionSlot>>, job: Job) {
         let language = job.request.language;
         let sandbox = self.clone();
         tokio::spawn(async move {

@@ -9,7 +9,7 @@ use cordon_core::dispatch::Dispatcher;
 use cordon_protocol::execution::{Language, Limits};
 
 use crate::execution::{Execution, ExecutionRequest};
-use crate::image::LiveInstance;
+use crate::image::{LiveInstance, SessionSlot};
 use crate::sandbox::Sandbox;
 use crate::workspace::Workspace;
 
@@ -58,9 +58,9 @@ impl SessionSpec {
 /// state may be half-updated); the next execution starts from a fresh one.
 #[derive(Clone)]
 pub struct Session {
-    sandbox: Sandbox,
-    spec: Arc<SessionSpec>,
-    live: Arc<tokio::sync::Mutex<Option<LiveInstance>>>,
+    pub(crate) sandbox: Sandbox,
+    pub(crate) spec: Arc<SessionSpec>,
+    pub(crate) slot: Arc<tokio::sync::Mutex<SessionSlot>>,
 }
 
 impl std::fmt::Debug for Session {
@@ -103,7 +103,7 @@ impl Session {
             workspace: spec.workspace.clone(),
         };
         let (handle, job) = Execution::start(request);
-        self.sandbox.spawn_in_session(self.live.clone(), job);
+        self.sandbox.spawn_in_session(self.slot.clone(), job);
         handle
     }
 
@@ -114,17 +114,29 @@ impl Session {
 
     /// Whether the session currently holds a live instance.
     pub async fn is_warm(&self) -> bool {
-        self.live.lock().await.is_some()
+        self.slot.lock().await.live.is_some()
+    }
+
+    /// A session of `sandbox` with `spec` whose slot holds `live` (a resumed instance).
+    pub(crate) fn with_instance(
+        sandbox: Sandbox,
+        spec: SessionSpec,
+        live: Option<LiveInstance>,
+    ) -> Session {
+        Session {
+            sandbox,
+            spec: Arc::new(spec),
+            slot: Arc::new(tokio::sync::Mutex::new(SessionSlot {
+                live,
+                paused: false,
+            })),
+        }
     }
 }
 
 impl Sandbox {
     /// Opens a session: one instance kept across executions, so state survives.
     pub fn session(&self, spec: SessionSpec) -> Session {
-        Session {
-            sandbox: self.clone(),
-            spec: Arc::new(spec),
-            live: Arc::new(tokio::sync::Mutex::new(None)),
-        }
+        Session::with_instance(self.clone(), spec, None)
     }
 }

@@ -110,7 +110,7 @@ pub(crate) mod errno {
 pub(crate) type Errno = u16;
 
 /// Longest name of one path component, as most filesystems.
-const MAX_NAME: usize = 255;
+pub(crate) const MAX_NAME: usize = 255;
 /// Deepest nesting of directories. Paths this deep already exceed Linux's `PATH_MAX`
 /// (4096) at 32 characters a level; it keeps listings and removals linear.
 pub(crate) const MAX_DEPTH: usize = 128;
@@ -152,7 +152,7 @@ fn resize_within(data: &mut Vec<u8>, len: u64, room: u64) -> Result<(), Errno> {
 /// The tree behind a [`Workspace`].
 pub(crate) struct Tree {
     pub(crate) nodes: HashMap<u64, Node>,
-    next_ino: u64,
+    pub(crate) next_ino: u64,
     pub(crate) bytes: u64,
     pub(crate) entries: u64,
     pub(crate) quota: Quota,
@@ -162,7 +162,7 @@ pub(crate) struct Tree {
 }
 
 impl Tree {
-    fn new(quota: Quota) -> Self {
+    pub(crate) fn new(quota: Quota) -> Self {
         let mut nodes = HashMap::new();
         let now = now_ns();
         nodes.insert(

@@ -24,6 +24,7 @@ mod fallback;
 mod files;
 mod gateway;
 mod gateway_computers;
+mod gateway_gemini;
 mod gateway_headers;
 mod gateway_mount;
 mod gateway_sessions;

@@ -21,7 +21,7 @@
 //!
 //! let sandbox = Sandbox::new(SandboxConfig::default()).await?;
 //! let store = Store::open(std::path::Path::new("/tmp/cordon.db"))?;
-//! let api = HttpApi::new(sandbox, store, HttpOptions::default())?;
+//! let api = HttpApi::new(sandbox, store, HttpOptions::default()).await?;
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:7420").await?;
 //! api.serve(listener, std::future::pending()).await?;
 //! # Ok(()) }
@@ -34,6 +34,7 @@ pub mod guard;
 pub mod http;
 pub mod mcp;
 pub mod mcp_client;
+pub mod objects;
 mod periodic;
 mod setters;
 pub mod store;

@@ -139,6 +139,7 @@ impl Connection {
                 description: tool.description.map(|d| d.into_owned()).unwrap_or_default(),
                 input_schema: Value::Object((*tool.input_schema).clone()),
                 policy: Policy::Allow,
+                defer_loading: false,
                 handler: HandlerSpec::Mcp {
                     server: name.to_owned(),
                     tool: tool.name.into_owned(),

@@ -1,4 +1,6 @@
-//! The SQLite store behind the HTTP API: sandboxes, executions, the append-only event log
+//! The store behind the HTTP API — SQLite (a file, the default) or PostgreSQL
+//! (`--db postgres://…`, for servers that keep their state in a shared database), one
+//! async API over both ([`Store`]): sandboxes, executions, the append-only event log
 //! and approvals; computer sessions, their trajectory steps and approvals (the screenshots
 //! themselves are files in the session's trajectory directory, written before the step's
 //! row, so a row never points at a missing file).
@@ -8,8 +10,8 @@
 //! the log, so what a client sees is exactly what survives a crash.
 //!
 //! Each write that changes more than one row (an event that ends an execution, the
-//! recovery after a restart) is one transaction, so a reader never sees half of it. The
-//! database runs in WAL mode with `synchronous = NORMAL`: a committed transaction survives
+//! recovery after a restart) is one transaction, so a reader never sees half of it. A
+//! SQLite database runs in WAL mode with `synchronous = NORMAL`: a committed transaction survives
 //! the process being killed (`kill -9`); only an operating-system crash may lose the last
 //! few commits, never corrupt the file.
 //!
@@ -22,15 +24,17 @@
 //! `rusqlite` compiles SQLite from C; in core it would be built into every crate that only
 //! wants the tool layer (the sandbox, computer use, the guest tests).
 
-// Leaves: column conversions, the error, the `Store` handle, the tables and their version.
+// Leaves: column conversions, the error, where the store lives, the SQLite handle and
+// its tables and their version.
 mod columns;
 mod error;
 mod handle;
+mod location;
 mod schema;
-// Opening: the connection (pragmas, tables, version check) and the file on disk.
+// Opening SQLite: the connection (pragmas, migrations) and the file on disk.
 mod connection;
 mod db_file;
-// One file per table group; each adds its queries to `Store`.
+// SQLite: one file per table group; each adds its queries to `SqliteStore`.
 mod approvals;
 mod computers;
 mod conversations;
@@ -42,10 +46,15 @@ mod sessions;
 // Operations across table groups.
 mod purge;
 mod recovery;
+// PostgreSQL: the same rows and queries on `tokio-postgres`.
+mod postgres;
+// The `Store` both sit behind.
+mod backend;
 #[cfg(test)]
 mod test_rows;
 
 pub use approvals::ApprovalRow;
+pub use backend::Store;
 pub use computers::{ComputerRow, ComputerStepRow};
 pub use conversations::{
     ConversationEntryRow, ConversationRow, ConversationSummary, NewConversationEntry,
@@ -54,7 +63,7 @@ pub use db_file::default_db_path;
 pub use error::{Result, StoreError};
 pub use events::{EventRow, event_type};
 pub use executions::{ExecutionRow, RUNNING};
-pub use handle::Store;
+pub use location::{DbLocation, is_postgres_url};
 pub use purge::Purged;
 pub use recovery::COMPUTER_RESTART_REASON;
 pub use sandboxes::SandboxRow;

@@ -8,5 +8,6 @@
 )]
 
 mod env;
+mod miniwob;
 mod summary;
 mod tasks;

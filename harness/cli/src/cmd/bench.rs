@@ -13,7 +13,7 @@ use cordon_agent_bench::run::{Policy, RunOptions, run_suite};
 use cordon_agent_bench::task::Suite;
 use cordon_computer::browser::BrowserOptions;
 
-use policies::{ExternalPolicy, UpstreamPolicy};
+use policies::{ComputerTool, ExternalPolicy, SafetyChecks, UpstreamPolicy};
 
 /// Who chooses the actions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -23,7 +23,8 @@ pub enum PolicyArg {
     /// Another agent drives each episode over HTTP (`/v1/envs/{id}/step`); bench only
     /// scores. Bench serves the episodes itself on `--addr` and prints each one's URL.
     External,
-    /// A model through an upstream API (`--upstream anthropic=URL`) drives web episodes.
+    /// A model through an upstream API (`--upstream anthropic=URL | openai-responses=URL |
+    /// gemini=URL`) drives web and desktop episodes with its vendor's computer tool.
     Upstream,
 }
 
@@ -41,14 +42,26 @@ Examples:
   cordon bench --suite builtin --policy script --out runs/smoke --no-browser-sandbox
   cordon bench --suite ./my-suite --policy script --out runs/a --jobs 4 --dpr 2
   cordon bench --resume runs/a
+  cordon bench --list miniwob
+  cordon bench --suite miniwob:click-button,enter-text --seeds 0,1,2 --policy script --out runs/mw
   CORDON_UPSTREAM_KEY=... cordon bench --suite builtin --policy upstream \\
       --upstream anthropic=https://api.anthropic.com --out runs/model
+  CORDON_UPSTREAM_KEY=... cordon bench --suite builtin --policy upstream --model gpt-5.4 \\
+      --upstream openai-responses=https://api.openai.com/v1 --safety-checks approve --out runs/oa
   cordon bench --suite builtin --policy external --out runs/agent   # prints each episode's URL")]
 pub struct BenchArgs {
     /// `builtin` (web tasks compiled into cordon: forms, dialogs, scrolling, autocomplete,
-    /// drag) or a suite directory: one sub-directory per task with a task.json.
-    #[arg(long, value_name = "DIR|builtin")]
+    /// drag), `miniwob` or `miniwob:TASK,TASK` (MiniWoB++'s published pages, fetched into
+    /// the cache on first use), or a suite directory: one sub-directory per task with a
+    /// task.json.
+    #[arg(long, value_name = "DIR|builtin|miniwob[:TASK,…]")]
     suite: Option<String>,
+    /// List the tasks of a suite (`builtin`, `miniwob`, a directory) and exit.
+    #[arg(long, value_name = "SUITE", conflicts_with_all = ["out", "resume"])]
+    list: Option<String>,
+    /// One episode per seed of this list for every task (`0,1,2`), whatever the tasks say.
+    #[arg(long, value_name = "N,N,…", value_delimiter = ',')]
+    seeds: Vec<u64>,
     /// Who chooses the actions.
     #[arg(long, value_enum)]
     policy: Option<PolicyArg>,
@@ -68,12 +81,28 @@ pub struct BenchArgs {
     /// Only these tasks (by id; repeatable).
     #[arg(long = "task", value_name = "ID")]
     tasks: Vec<String>,
-    /// The model for `--policy upstream`: `anthropic=URL` (its key in CORDON_UPSTREAM_KEY).
+    /// The model for `--policy upstream`: `anthropic=URL`, `openai-responses=URL` or
+    /// `gemini=URL` (its key in CORDON_UPSTREAM_KEY).
     #[arg(long, value_name = "API=URL")]
     upstream: Option<String>,
     /// The model name sent upstream.
     #[arg(long, default_value = "claude-sonnet-4-5", value_name = "NAME")]
     model: String,
+    /// Anthropic's computer tool for `--policy upstream`.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "computer_20251124",
+        value_name = "TYPE"
+    )]
+    computer_tool: ComputerTool,
+    /// Offer Anthropic's `zoom` action (`enable_zoom`, or `configs.zoom` of the toolset).
+    #[arg(long)]
+    enable_zoom: bool,
+    /// How an unattended run answers the model's vendor safety checks (OpenAI
+    /// `pending_safety_checks`, Gemini `require_confirmation`): `deny` ends the episode.
+    #[arg(long, value_enum, default_value = "deny", value_name = "approve|deny")]
+    safety_checks: SafetyChecks,
     /// Where `--policy external` serves the episodes.
     #[arg(long, default_value = "127.0.0.1:0", value_name = "HOST:PORT")]
     addr: String,
@@ -88,7 +117,45 @@ pub struct BenchArgs {
     no_progress_bar: bool,
 }
 
+/// The suite named on the command line.
+async fn load_suite(name: &str) -> anyhow::Result<Suite> {
+    use cordon_agent_bench::miniwob;
+    if name == "builtin" {
+        return Ok(Suite::builtin());
+    }
+    if name == miniwob::SUITE || name.starts_with("miniwob:") {
+        let package = miniwob::ensure_default(&|line: &str| eprintln!("bench: {line}")).await?;
+        return Ok(miniwob::suite(&package, name)?);
+    }
+    Ok(Suite::load(std::path::Path::new(name))?)
+}
+
+/// `--list SUITE`: one line per task, `id  seeds  what the scripted policy does`.
+fn print_tasks(suite: &Suite) {
+    for entry in &suite.entries {
+        match &entry.task {
+            Ok(task) => {
+                let scripted = if cordon_agent_bench::miniwob::is_package_task(task) {
+                    if cordon_agent_bench::miniwob::knows(&task.id) {
+                        "  (scripted policy: solves it)"
+                    } else {
+                        ""
+                    }
+                } else {
+                    ""
+                };
+                println!("{}\tseeds {:?}{scripted}", entry.id, task.seeds);
+            }
+            Err(reason) => println!("{}\tcannot run: {reason}", entry.id),
+        }
+    }
+}
+
 pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    if let Some(name) = &args.list {
+        print_tasks(&load_suite(name).await?);
+        return Ok(ExitCode::SUCCESS);
+    }
     let (out, resume) = match (&args.out, &args.resume) {
         (Some(out), None) => (out.clone(), false),
         (None, Some(dir)) => (dir.clone(), true),
@@ -109,7 +176,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         .suite
         .clone()
         .or_else(|| earlier["suite"].as_str().map(str::to_owned))
-        .context("--suite DIR|builtin is required")?;
+        .context("--suite DIR|builtin|miniwob is required")?;
     let policy = match args.policy {
         Some(p) => p,
         None => match earlier["policy"].as_str() {
@@ -126,11 +193,14 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     {
         bail!("--dpr must be 1 or 2, not {d}");
     }
-    let mut suite = if suite_name == "builtin" {
-        Suite::builtin()
-    } else {
-        Suite::load(std::path::Path::new(&suite_name))?
-    };
+    let mut suite = load_suite(&suite_name).await?;
+    if !args.seeds.is_empty() {
+        for entry in &mut suite.entries {
+            if let Ok(task) = &mut entry.task {
+                task.seeds.clone_from(&args.seeds);
+            }
+        }
+    }
     if !args.tasks.is_empty() {
         let unknown: Vec<&String> = args
             .tasks
@@ -167,7 +237,13 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
                 .upstream
                 .as_deref()
                 .context("--policy upstream needs --upstream API=URL")?;
-            Policy::Driver(Arc::new(UpstreamPolicy::new(spec, &args.model)?))
+            Policy::Driver(Arc::new(UpstreamPolicy::new(
+                spec,
+                &args.model,
+                args.computer_tool,
+                args.enable_zoom,
+                args.safety_checks,
+            )?))
         }
         PolicyArg::External => Policy::Driver(Arc::new(ExternalPolicy::start(&args.addr).await?)),
     };

@@ -14,7 +14,7 @@ use cordon_server::http::{
     DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_COMPUTERS, DEFAULT_MAX_SANDBOXES,
     DEFAULT_MAX_WORKSPACE_BYTES_TOTAL, HttpApi, HttpOptions,
 };
-use cordon_server::store::{Store, default_db_path};
+use cordon_server::store::{DbLocation, Store, default_db_path};
 
 use std::sync::Arc;
 
@@ -35,8 +35,10 @@ pub struct ServeArgs {
     /// Address to listen on. Anything but loopback needs --token.
     #[arg(long, default_value = "127.0.0.1:7420", value_name = "HOST:PORT")]
     pub addr: SocketAddr,
-    /// SQLite database file [default: ~/.local/share/cordon/cordon.db].
-    #[arg(long, value_name = "PATH")]
+    /// SQLite database file, or a PostgreSQL URL (`postgres://user:password@host:port/db`,
+    /// no TLS) for servers that keep their state in one database
+    /// [default: ~/.local/share/cordon/cordon.db].
+    #[arg(long, value_name = "PATH|URL")]
     pub db: Option<PathBuf>,
     /// Require `Authorization: Bearer <TOKEN>` on every request.
     #[arg(
@@ -238,7 +240,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         None => default_db_path()
             .context("no home directory to keep the database in; pass --db PATH")?,
     };
-    let store = Store::open(&db).with_context(|| format!("opening {}", db.display()))?;
+    let location = DbLocation::parse(&db);
+    let store = Store::open_location(&location)
+        .await
+        .with_context(|| format!("opening {}", location.describe()))?;
     let sandbox = sandbox(
         vec![Language::PythonLite, Language::Javascript],
         args.max_instances,
@@ -250,8 +255,15 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     if let Some(path) = args.chromium {
         browser = browser.executable(path);
     }
+    // Beside the SQLite file; with PostgreSQL, beside where the file would be.
+    let beside = match &location {
+        DbLocation::Sqlite(path) => Some(path.clone()),
+        _ => default_db_path(),
+    };
     let trajectories = args.trajectories.unwrap_or_else(|| {
-        db.parent()
+        beside
+            .as_deref()
+            .and_then(std::path::Path::parent)
             .filter(|dir| !dir.as_os_str().is_empty())
             .unwrap_or(std::path::Path::new("."))
             .join("trajectories")
@@ -270,7 +282,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .retain(args.retain.0)
         .gateway(gateway);
     let api = HttpApi::new(sandbox, store, options)
-        .with_context(|| format!("recovering {}", db.display()))?;
+        .await
+        .with_context(|| format!("recovering {}", location.describe()))?;
     let stopper = api.shutdown_handle();
     if api.expired_on_start() > 0 {
         eprintln!(
@@ -285,7 +298,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // Tests and supervisors read this line to learn the port (with --addr 127.0.0.1:0).
     eprintln!(
         "cordon: listening on http://{local} (database {})",
-        db.display()
+        location.describe()
     );
     // Open event streams of suspended executions would hold a graceful shutdown open
     // for minutes: after a signal, connections get a short grace period, then the process

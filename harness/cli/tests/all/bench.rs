@@ -508,3 +508,73 @@ fn a_desktop_task_is_scored_by_its_checker_on_the_display() {
         (Some("wrong-s0"), Some(0.0))
     );
 }
+
+#[test]
+fn the_miniwob_suite_lists_its_task_types_and_runs_at_dpr_2_from_the_command_line() {
+    // The pages come from the published package, fetched into the cache on first use.
+    let (code, listed, stderr) = bench(&["--list", "miniwob"]);
+    assert_eq!(code, 0, "{stderr}");
+    let lines: Vec<&str> = listed.lines().collect();
+    assert_eq!(lines.len(), 128, "{listed}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("click-checkboxes\t") && l.contains("solves it")),
+        "{listed}"
+    );
+    assert!(
+        lines.iter().any(|l| l.starts_with("flight.AA\t")),
+        "{listed}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let (code, stdout, stderr) = bench(&[
+        "--suite",
+        "miniwob:click-checkboxes,enter-password",
+        "--seeds",
+        "0,1",
+        "--dpr",
+        "2",
+        "--policy",
+        "script",
+        "--no-progress-bar",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let run = results(&out);
+    let episodes = run["episodes"].as_array().unwrap();
+    let ids: Vec<&str> = episodes.iter().map(|e| e["id"].as_str().unwrap()).collect();
+    assert_eq!(
+        ids,
+        [
+            "click-checkboxes-s0",
+            "click-checkboxes-s1",
+            "enter-password-s0",
+            "enter-password-s1"
+        ]
+    );
+    for episode in episodes {
+        assert_eq!(episode["success"], true, "{episode}");
+        assert_eq!(episode["screen"]["dpr"], 2.0, "{episode}");
+        // The policy was given the page's own utterance.
+        let prompt = episode["prompt"].as_str().unwrap();
+        assert!(
+            prompt.starts_with("Select ") || prompt.starts_with("Enter the password"),
+            "{prompt}"
+        );
+    }
+    let (code, _, stderr) = bench(&[
+        "--suite",
+        "miniwob:click-nothing",
+        "--policy",
+        "script",
+        "--out",
+        dir.path().join("other").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("click-nothing") && stderr.contains("--list miniwob"),
+        "{stderr}"
+    );
+}

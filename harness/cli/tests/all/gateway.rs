@@ -184,6 +184,13 @@ fn gateway_responses_programmatic_tool_calling_in_openai_terms() {
 }
 
 #[test]
+fn gateway_responses_javascript_programs_suspend_and_resume_through_every_upstream() {
+    for api in ["anthropic", "openai-chat", "openai-responses"] {
+        openai_scenario("responses_ptc_javascript", api);
+    }
+}
+
+#[test]
 fn gateway_chat_completions_tool_choice_reaches_the_upstream() {
     openai_scenario("chat_tool_choice", "anthropic");
     openai_scenario("chat_tool_choice", "openai-chat");
@@ -230,4 +237,44 @@ fn session_code_execution_keeps_state_and_bad_requests_apply_nothing() {
 #[test]
 fn session_idle_past_its_ttl_is_gone() {
     session_scenario("expiry", "anthropic");
+}
+
+// --- the Gemini endpoints, driven by the official `google-genai` SDK
+
+/// Runs one scenario of `gateway_gemini.py` against an upstream speaking `api`.
+fn gemini_scenario(name: &str, api: &str) {
+    crate::e2e_script(
+        "gateway_gemini.py",
+        &[name, "--cordon", crate::cordon_bin(), "--upstream-api", api],
+    );
+}
+
+#[test]
+fn standin_gemini_shapes_validate_against_the_sdk_types() {
+    crate::e2e_script("standin_gemini.py", &[]);
+}
+
+#[test]
+fn gateway_gemini_function_calling_round_trips_through_every_upstream() {
+    for api in ["gemini", "anthropic", "openai-chat", "openai-responses"] {
+        gemini_scenario("function_calling", api);
+    }
+}
+
+#[test]
+fn gateway_gemini_streams_round_trip_through_every_upstream() {
+    for api in ["gemini", "anthropic", "openai-chat", "openai-responses"] {
+        gemini_scenario("streaming", api);
+    }
+}
+
+#[test]
+fn gateway_gemini_clients_get_googles_errors_with_their_status() {
+    gemini_scenario("errors", "gemini");
+    gemini_scenario("errors", "anthropic");
+}
+
+#[test]
+fn gateway_gemini_computer_use_runs_on_a_bound_computer_with_a_safety_approval() {
+    gemini_scenario("computer", "gemini");
 }

@@ -11,6 +11,7 @@ use std::process::{Command, Output, Stdio};
 
 mod adapters;
 mod bench;
+mod bench_upstream;
 mod browser;
 #[cfg(feature = "desktop")]
 mod desktop;
@@ -18,7 +19,11 @@ mod docs;
 mod files;
 mod first_use;
 mod gateway;
+mod gateway_streaming;
 mod packs;
+// The throwaway PostgreSQL cluster of `cordon-server`'s tests, for `--db postgres://…`.
+#[path = "../../../server/tests/all/postgres_cluster.rs"]
+mod postgres_cluster;
 mod serve;
 
 use pretty_assertions::assert_eq;

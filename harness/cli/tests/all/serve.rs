@@ -192,6 +192,30 @@ fn http_api_history_survives_kill_9_and_live_executions_expire() {
 }
 
 #[test]
+fn http_api_on_postgres_keeps_history_across_kill_9_and_a_restart() {
+    // The same scenario as on SQLite, with the state in a PostgreSQL database: what ended
+    // is read back by the next server, what was live is recovered as `expired`.
+    let cluster = crate::postgres_cluster::PgCluster::start();
+    let url = cluster.create_database("serve");
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state.json");
+    let state = state.to_str().unwrap();
+    let trajectories = dir.path().join("trajectories");
+    let extra = ["--trajectories", trajectories.to_str().unwrap()];
+    let server = Server::serve(Path::new(&url), &extra);
+    crate::e2e_script("http_api.py", &["before_kill", &server.url, state]);
+    let killed = server.kill_9();
+    let server = Server::serve(Path::new(&url), &extra);
+    assert_eq!(
+        chromium_of(killed),
+        Vec::<u32>::new(),
+        "the orphaned Chromium was stopped (its pid was kept in the database)"
+    );
+    crate::e2e_script("http_api.py", &["after_restart", &server.url, state]);
+    server.terminate_and_check_chromium();
+}
+
+#[test]
 fn http_api_computers_click_ask_approve_deny_trajectory_and_delete() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::serve(&dir.path().join("cordon.db"), &[]);

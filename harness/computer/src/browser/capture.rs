@@ -1,5 +1,7 @@
-//! One capture of the page at the model's size: the first frame of a screencast for the
-//! whole viewport, `Page.captureScreenshot` with `clip.scale` otherwise.
+//! One capture of the page at the model's size: `Page.captureScreenshot` with `clip.scale`
+//! (Chromium draws a new frame after the request and copies it), or, where a session opts
+//! in (`SessionOptions::screencast`), the first frame of a screencast for the whole
+//! viewport (a copy of what was last drawn: faster, but it can predate the action).
 
 use super::cdp::cdp;
 use super::session::BrowserSession;
@@ -31,6 +33,10 @@ impl BrowserSession {
         // page at the new scale. Capturing at scale 1 and resizing here (decode + SIMD
         // resize + encode) was measured too, and was slower on 2 loaded cores.
         //
+        // `Page.captureScreenshot` forces a new frame after the request and copies it once
+        // it is drawn, so the image shows every change the page made before: the action's
+        // handler and what settling waited for. A screencast's first frame does not wait
+        // for that (see `screencast_frame`), so it is used only where the session opted in.
         if self.screencast_fits(plan)
             && let Some((data, at)) = self.screencast_frame(plan, format).await?
         {
@@ -80,10 +86,12 @@ impl BrowserSession {
     /// The whole viewport at the model's size from a screencast started now and stopped
     /// after its first frame: the compositor scales the frame (`maxWidth`/`maxHeight`)
     /// and draws it for the screencast, so no re-render at another scale is needed (that
-    /// costs `clip.scale` a frame). The first frame is drawn after the start, so after
-    /// the input (checked: 0 stale frames in 300 steps at DPR 1 and 2). Also returns the
-    /// scroll offset the frame was drawn at. `None`: no frame came in time (the caller
-    /// falls back to `Page.captureScreenshot`).
+    /// costs `clip.scale` a frame). The first frame is a copy of the next frame the
+    /// compositor draws, which need not hold the main frame that carries the action's
+    /// changes yet: measured, 66 of 210 bench steps showed the page before the click
+    /// (`docs/benchmarks.md`), hence opt-in only. Also returns the scroll offset the
+    /// frame was drawn at. `None`: no frame came in time (the caller falls back to
+    /// `Page.captureScreenshot`).
     async fn screencast_frame(
         &mut self,
         plan: &CapturePlan,

@@ -28,7 +28,7 @@
 //! - `input`: screen ops as CDP input, text, navigation and history;
 //! - `settle`: waiting for the page to react, go quiet and hold still around the capture;
 //! - `file_chooser`: answering file choosers with the session's upload files;
-//! - `capture`: one screencast frame or `Page.captureScreenshot` at the model's size;
+//! - `capture`: `Page.captureScreenshot` (or an opted-in screencast frame) at the model's size;
 //! - `backend`: the [`Backend`](crate::Backend) impl, guarded against a lost Chromium.
 
 mod backend;

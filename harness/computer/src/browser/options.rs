@@ -83,9 +83,13 @@ pub struct SessionOptions {
     /// Opened when the session starts.
     pub start_url: Option<String>,
     /// Capture the whole viewport as the first frame of a screencast started for it,
-    /// scaled by the compositor (default). `false`: `Page.captureScreenshot` with
-    /// `clip.scale`, which re-renders the page at the model's scale and costs about a
-    /// frame more (measured in `docs/benchmarks.md`). Zoomed regions always use the latter.
+    /// scaled by the compositor, instead of `Page.captureScreenshot`. Off by default: that
+    /// frame is a copy of what the compositor last drew, which can predate the action's
+    /// effects (measured: 66 of 210 bench steps showed the page before the click, see
+    /// `docs/benchmarks.md`), while `Page.captureScreenshot` makes Chromium draw a new
+    /// frame after the action and copies that one. `true` trades that guarantee for about
+    /// a frame less per step.
+    /// Zoomed regions always use `Page.captureScreenshot`.
     pub screencast: bool,
     /// Files a file chooser of the page is answered with (one for a single-file input,
     /// all for a multiple one). Empty: every file chooser is refused and nothing is
@@ -105,7 +109,7 @@ impl Default for SessionOptions {
             downloads: None,
             settle_cap: DEFAULT_SETTLE_TIMEOUT,
             start_url: None,
-            screencast: true,
+            screencast: false,
             uploads: Vec::new(),
         }
     }

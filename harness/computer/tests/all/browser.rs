@@ -511,3 +511,59 @@ async fn an_endless_animation_ends_the_step_at_the_settle_timeout() {
     })
     .await;
 }
+
+/// Every step's screenshot shows the page after that step's click: a click that repaints
+/// the whole page, forty times in a row at DPR 1 and 2, each screenshot in the colour its
+/// click count gives (a frame copied before the click's frame was drawn would show the
+/// other colour).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_screenshot_shows_the_click_before_it() {
+    let server = PageServer::start(None).await;
+    with_browser(|browser| async move {
+        for dpr in [1.0, 2.0] {
+            let opts = page_opts(dpr, server.url("/targets"));
+            let mut c = computer(&browser, opts, Rules::allow_all()).await;
+            eval(
+                &c,
+                "window.clicks = 0; document.body.style.background = '#00ccff'; \
+                 document.body.addEventListener('click', () => { window.clicks++; \
+                 document.body.style.background = window.clicks % 2 ? '#ffcc00' : '#00ccff'; })",
+            )
+            .await;
+            for click in 1..=40 {
+                let r = ok_step(
+                    &mut c,
+                    Vendor::Anthropic,
+                    json!({"action": "left_click", "coordinate": m(200.0, 600.0)}),
+                )
+                .await;
+                let [red, _, blue] = Shot::of(&r).pixel(800, 300);
+                let yellow = red > 200 && blue < 100;
+                let cyan = blue > 200 && red < 100;
+                assert!(
+                    if click % 2 == 1 { yellow } else { cyan },
+                    "dpr {dpr}, click {click}: pixel {:?} shows the page before the click",
+                    (red, blue)
+                );
+            }
+            assert_eq!(eval(&c, "window.clicks").await, 40);
+            c.into_backend().close().await.unwrap();
+        }
+    })
+    .await;
+}
+
+/// A session that opts into the screencast capture still gets the model's size.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_opted_in_screencast_capture_has_the_model_size() {
+    let server = PageServer::start(None).await;
+    with_browser(|browser| async move {
+        let mut opts = page_opts(1.0, server.url("/targets"));
+        opts.screencast = true;
+        let mut c = computer(&browser, opts, Rules::allow_all()).await;
+        let r = ok_step(&mut c, Vendor::Anthropic, json!({"action": "screenshot"})).await;
+        assert_eq!(Shot::of(&r).size, Size::new(1024, 640));
+        c.into_backend().close().await.unwrap();
+    })
+    .await;
+}

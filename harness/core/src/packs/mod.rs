@@ -94,6 +94,7 @@ impl PackSpec {
                         description: description.to_owned(),
                         input_schema: schema,
                         policy: *policy,
+                        defer_loading: false,
                         handler: HandlerSpec::Mcp {
                             server: "fs".into(),
                             tool: tool.into(),
@@ -115,6 +116,7 @@ impl PackSpec {
                         "command": {"type": "string", "description": "The command line to run in the root directory"}
                     }, "required": ["command"], "additionalProperties": false}),
                     policy: spec.policy,
+                    defer_loading: false,
                     handler: HandlerSpec::Mcp {
                         server: "bash".into(),
                         tool: "bash".into(),
@@ -150,6 +152,7 @@ pub fn user_ask_declaration() -> ToolDeclaration {
             "options": {"type": "array", "items": {"type": "string"}, "description": "Suggested answers"}
         }, "required": ["question"], "additionalProperties": false}),
         policy: Policy::Allow,
+        defer_loading: false,
         handler: HandlerSpec::Client {},
     }
 }

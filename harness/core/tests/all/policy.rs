@@ -269,6 +269,7 @@ fn files_offered(write_policy: Policy) -> Vec<ToolDeclaration> {
             description: String::new(),
             input_schema: json!({"type": "object"}),
             policy,
+            defer_loading: false,
             handler: HandlerSpec::Mcp {
                 server: "files".into(),
                 tool: tool.into(),

@@ -137,6 +137,7 @@ fn declaration() -> impl Strategy<Value = ToolDeclaration> {
                 description,
                 input_schema,
                 policy,
+                defer_loading: false,
                 handler,
             },
         )

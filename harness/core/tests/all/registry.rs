@@ -19,6 +19,7 @@ fn decl(name: &str) -> ToolDeclaration {
         description: String::new(),
         input_schema: json!({"type": "object"}),
         policy: Policy::Allow,
+        defer_loading: false,
         handler: HandlerSpec::Static {
             result: json!(null),
         },
@@ -393,6 +394,7 @@ fn offered(policy: Policy) -> Vec<ToolDeclaration> {
         description: "Adds two integers.".into(),
         input_schema: json!({"type": "object", "required": ["a", "b"]}),
         policy,
+        defer_loading: false,
         handler: HandlerSpec::Mcp {
             server: "calc".into(),
             tool: "add".into(),

@@ -1,10 +1,11 @@
 //! Code calls of this front door: a program run for the model's call and shown to the
 //! client as a server tool, and a suspended program resumed with the client's results.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use cordon_protocol::conversation::{
-    CODE_TOOL, ContentBlock, Extra, Message, Request, Role, StopReason, ToolCall, ToolResult,
+    ContentBlock, Extra, Message, PROGRAM_TOOL, Request, Role, StopReason, ToolCall, ToolResult,
     ToolResultContent, Turn,
 };
 use cordon_protocol::execution::ClientToolResult;
@@ -13,7 +14,7 @@ use serde_json::{Value, json};
 use super::failure::{Fail, bad_request};
 use super::request_state::RequestState;
 use crate::code_output::client_result;
-use crate::containers::{self, Outcome};
+use crate::containers::{self, Container, Outcome};
 use crate::record::Entry;
 use crate::tool_calls::{
     CONTAINER_BUSY, NO_CODE, code_of, error_result, program_result, push_user, run_program,
@@ -27,8 +28,17 @@ impl RequestState<'_> {
         request: &Request,
         view: &mut Vec<Message>,
     ) -> Result<Option<Turn>, Fail> {
-        let Some(container) = self.container.clone() else {
-            return Ok(None);
+        // The container is named by the request, or found by the program it holds: a
+        // Responses client continuing with `previous_response_id` names none.
+        let container = match self.container.clone() {
+            Some(container) => container,
+            None => match self.container_waiting_in(request) {
+                Some(container) => {
+                    self.container = Some(container.clone());
+                    container
+                }
+                None => return Ok(None),
+            },
         };
         let mut slot = container.running.lock().await;
         let Some(running) = slot.take() else {
@@ -100,7 +110,7 @@ impl RequestState<'_> {
                     .took(started),
                 );
                 self.shown.push(ContentBlock::ServerToolResult {
-                    kind: "code_execution_tool_result".into(),
+                    kind: result_block(&kind).into(),
                     tool_use_id: server_id.clone(),
                     content: client_result(&result),
                     extra: Extra::new(),
@@ -126,18 +136,20 @@ impl RequestState<'_> {
             return (None, Vec::new(), false);
         };
         let kind = code_execution.kind.clone();
+        let language = code_execution.language;
         let tools = code_execution.tools.clone();
         let server_call = ContentBlock::ServerToolCall {
             id: call.id.clone(),
-            name: CODE_TOOL.to_owned(),
+            name: code_execution.name.clone(),
             input: call.input.clone(),
             extra: Extra::new(),
         };
+        let result_kind = result_block(&kind);
         let refused = |code: &str, text: String| {
             let shown = vec![
                 server_call.clone(),
                 ContentBlock::ServerToolResult {
-                    kind: "code_execution_tool_result".into(),
+                    kind: result_kind.into(),
                     tool_use_id: call.id.clone(),
                     content: json!({"type": "code_execution_tool_result_error", "error_code": code}),
                     extra: Extra::new(),
@@ -149,8 +161,17 @@ impl RequestState<'_> {
             return refused("invalid_tool_input", NO_CODE.into());
         };
         let container = match &self.container {
+            Some(c) if c.language != language => {
+                return refused(
+                    "invalid_tool_input",
+                    format!(
+                        "container `{}` runs {:?} programs, not {language:?}; start a new one",
+                        c.id, c.language
+                    ),
+                );
+            }
             Some(c) => c.clone(),
-            None => match self.gw.containers.create() {
+            None => match self.gw.containers.create_for(language) {
                 Ok(c) => {
                     self.container = Some(c.clone());
                     c
@@ -171,7 +192,7 @@ impl RequestState<'_> {
                 let shown = vec![
                     server_call,
                     ContentBlock::ServerToolResult {
-                        kind: "code_execution_tool_result".into(),
+                        kind: result_kind.into(),
                         tool_use_id: call.id.clone(),
                         content: client_result(&result),
                         extra: Extra::new(),
@@ -180,6 +201,33 @@ impl RequestState<'_> {
                 (Some(program_result(&call.id, &result)), shown, false)
             }
         }
+    }
+}
+
+/// The block type of a code call's result shown to the client: Anthropic's
+/// `code_execution_tool_result`, or `program_output` for a JavaScript program of
+/// `programmatic_tool_calling` (the Responses API shows it as a `program_output` item).
+fn result_block(kind: &str) -> &'static str {
+    if kind == PROGRAM_TOOL {
+        "program_output"
+    } else {
+        "code_execution_tool_result"
+    }
+}
+
+impl RequestState<'_> {
+    /// The container holding a program suspended on the client's calls in `request`'s
+    /// history: the code call shown last (its `srvtoolu_…` id is the program's).
+    fn container_waiting_in(&self, request: &Request) -> Option<Arc<Container>> {
+        let last = request
+            .messages
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::Assistant)?;
+        last.content.iter().rev().find_map(|block| match block {
+            ContentBlock::ServerToolCall { id, .. } => self.gw.containers.suspended_on(id),
+            _ => None,
+        })
     }
 }
 

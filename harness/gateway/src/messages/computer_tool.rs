@@ -6,7 +6,11 @@
 
 use std::collections::BTreeMap;
 
+use cordon_protocol::conversation::ToolCall;
 use serde_json::Value;
+
+use super::browser_tool::BrowserTool;
+use super::gemini_computer::GeminiComputer;
 
 /// Anthropic's computer actions (the tool input's `action`), as the function tool offered
 /// in place of the built-in lists them.
@@ -127,6 +131,39 @@ pub(super) struct BoundComputer {
     pub(super) name: String,
     /// What its declaration lets the model do.
     pub(super) actions: ComputerActions,
+    /// The browser toolset driving it, when that is the tool (its calls are named by
+    /// member, or `browser` as a function).
+    pub(super) browser: Option<BrowserTool>,
+    /// Gemini's computer-use functions driving it, when the upstream is Gemini.
+    pub(super) gemini: Option<GeminiComputer>,
+}
+
+impl BoundComputer {
+    /// Whether the model's `call` is for this computer's tool.
+    pub(super) fn drives(&self, call: &ToolCall) -> bool {
+        if let Some(gemini) = &self.gemini {
+            return gemini.drives(call);
+        }
+        match &self.browser {
+            Some(_) => BrowserTool::drives(call),
+            None => call.name == self.name,
+        }
+    }
+
+    /// The action the computer engine runs for `call` (the tool input, or the browser
+    /// member's input translated); `Err` is the model's to read, and nothing runs.
+    pub(super) fn action_of(&self, call: &ToolCall) -> Result<Value, String> {
+        if let Some(gemini) = &self.gemini {
+            return gemini.action_of(call);
+        }
+        match &self.browser {
+            Some(browser) => browser.action_of(call),
+            None => match self.actions.refusal(&call.input) {
+                Some(refusal) => Err(refusal),
+                None => Ok(call.input.clone()),
+            },
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! A client request read into canonical form from the API it speaks (a Responses request
 //! with the chain its `previous_response_id` continues), and a turn written back in it.
 
-use cordon_protocol::conversation::{Request, Turn, anthropic, chat, responses};
+use cordon_protocol::conversation::{Request, Turn, anthropic, chat, gemini, responses};
 use serde_json::{Value, json};
 
 use super::failure::{Fail, bad_request};
@@ -14,11 +14,13 @@ pub(super) fn encode_response(api: Api, turn: &Turn) -> Value {
         Api::Anthropic => anthropic::encode_response(turn),
         Api::OpenaiChat => chat::encode_response(turn),
         Api::OpenaiResponses => responses::encode_response(turn),
+        Api::Gemini => gemini::encode_response(turn),
     }
 }
 
 /// The container a Responses client names: its `code_interpreter` tool's `container` (an
-/// id), else the container of the last code call in its input.
+/// id), else the container of the last code call in its input (a `code_interpreter_call`'s
+/// `container_id`, a `program`'s `fingerprint`).
 pub(super) fn responses_container(body: &Value) -> Option<String> {
     let named = body
         .get("tools")
@@ -33,10 +35,17 @@ pub(super) fn responses_container(body: &Value) -> Option<String> {
             .into_iter()
             .flatten()
             .rev()
-            .filter(|item| item["type"] == "code_interpreter_call")
+            .filter(|item| {
+                matches!(
+                    item["type"].as_str(),
+                    Some("code_interpreter_call" | "program")
+                )
+            })
             .find_map(|item| {
+                // A `program` item's `fingerprint` is the container it ran in.
                 item["container_id"]
                     .as_str()
+                    .or_else(|| item["fingerprint"].as_str())
                     .filter(|id| !id.is_empty())
                     .map(str::to_owned)
             })
@@ -92,6 +101,7 @@ pub(super) fn decode(gw: &Inner, call: &MessagesCall) -> Result<Request, Fail> {
     match call.api {
         Api::Anthropic => anthropic::decode_request(&call.body),
         Api::OpenaiChat => chat::decode_request(&call.body),
+        Api::Gemini => gemini::decode_request(&call.body),
         Api::OpenaiResponses => match call.body.get("previous_response_id") {
             None | Some(Value::Null) => responses::decode_request(&call.body),
             Some(Value::String(previous)) => {

@@ -4,9 +4,12 @@
 use std::collections::HashSet;
 
 use cordon_protocol::conversation::{
-    ContentBlock, Extra, Message, Role, ToolCall, ToolResult, ToolResultContent, is_code_tool_type,
+    ContentBlock, Extra, Message, PROGRAM_TOOL, Role, ToolCall, ToolResult, ToolResultContent,
+    is_code_tool_type,
 };
 use serde_json::Value;
+
+use crate::tool_search::model_text_of_shown;
 
 /// Ids of tool calls made by programs (their `caller` is a code-execution tool).
 pub(super) fn program_call_ids(messages: &[Message]) -> HashSet<String> {
@@ -21,9 +24,9 @@ pub(super) fn program_call_ids(messages: &[Message]) -> HashSet<String> {
 }
 
 fn is_program_call(call: &ToolCall) -> bool {
-    call.caller
-        .as_ref()
-        .is_some_and(|c| is_code_tool_type(&c.kind) || c.kind == "program")
+    call.caller.as_ref().is_some_and(|c| {
+        is_code_tool_type(&c.kind) || c.kind == "program" || c.kind == PROGRAM_TOOL
+    })
 }
 
 /// The conversation as the model saw it: `server_tool_use` blocks are the model's function
@@ -105,8 +108,12 @@ pub(super) fn model_view(messages: &[Message], program_ids: &HashSet<String>) ->
     out
 }
 
-/// The text a model reads for a code-execution result block shown to the client.
+/// The text a model reads for a server tool's result block shown to the client (code
+/// execution, tool search).
 fn server_result_text(content: &Value) -> String {
+    if let Some(text) = model_text_of_shown(content) {
+        return text;
+    }
     match content.get("type").and_then(Value::as_str) {
         Some("code_execution_result") => {
             let mut out = String::new();

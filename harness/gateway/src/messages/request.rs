@@ -6,17 +6,20 @@ use std::collections::HashSet;
 use std::time::Instant;
 
 use cordon_core::ids::fresh_id;
+use cordon_protocol::conversation::stream::live_encoder;
 use cordon_protocol::conversation::{
     ContentBlock, Request, Role, Turn, Usage, anthropic, encode_error, validate_pairing,
 };
 use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot};
 
 use super::approvals::{APPROVAL_MARK, take_approvals};
 use super::decode::{decode, encode_response, input_items, responses_container};
 use super::failure::{Fail, bad_request};
+use super::live_reply::LiveReply;
 use super::model_view::{model_view, program_call_ids};
-use super::request_reply::{MessagesCall, MessagesReply};
-use super::request_state::{RequestState, result_json};
+use super::request_reply::{LiveStream, MessagesAnswer, MessagesCall, MessagesReply, StreamHead};
+use super::request_state::{RequestState, response_id, result_json};
 use crate::continuation::conversation_of;
 use crate::gateway::{Gateway, Inner};
 use crate::record::{Entry, request_record};
@@ -32,14 +35,68 @@ impl Gateway {
     /// Answers one client request: `POST /v1/messages`, `/v1/chat/completions` or
     /// `/v1/responses` (the call's [`MessagesCall::api`]).
     pub async fn messages(&self, call: MessagesCall) -> MessagesReply {
-        messages(&self.inner, call).await
+        messages(&self.inner, call, None).await
+    }
+
+    /// Answers one client request like [`messages`](Gateway::messages), streaming the
+    /// reply as it is made when the request asks for a stream (`"stream": true`): text and
+    /// client tool calls as the model streams them, server tools once they ran, every model
+    /// round in the one response, an upstream failure after the first byte as the API's
+    /// in-stream error event. The reply runs in a task of its own: a client that goes away
+    /// does not stop it, and it is recorded when complete.
+    pub async fn messages_live(&self, call: MessagesCall) -> MessagesAnswer {
+        let encoder = live_encoder(call.api.vendor());
+        let (true, Some(encoder)) = (call.body.get("stream") == Some(&Value::Bool(true)), encoder)
+        else {
+            return MessagesAnswer::Whole(Box::new(self.messages(call).await));
+        };
+        let (head_sender, head) = oneshot::channel();
+        let (events, receiver) = mpsc::unbounded_channel();
+        let model = call.body["model"].as_str().unwrap_or_default().to_owned();
+        let api = call.api;
+        let gateway = self.clone();
+        let task = tokio::spawn(async move {
+            let inner = &gateway.inner;
+            let live = LiveReply::new(
+                encoder,
+                (head_sender, StreamHead::default()),
+                events,
+                response_id(api),
+                model,
+                Some(inner.upstream.api().vendor()),
+            );
+            messages(inner, call, Some(live)).await
+        });
+        match head.await {
+            Ok(head) => MessagesAnswer::Live(LiveStream {
+                head,
+                events: receiver,
+            }),
+            // Done before its first byte: answered whole, with its status.
+            Err(_) => MessagesAnswer::Whole(Box::new(match task.await {
+                Ok(reply) => reply,
+                Err(error) => failed_task(&self.inner, api, &error.to_string()),
+            })),
+        }
     }
 }
 
-async fn messages(gw: &Inner, call: MessagesCall) -> MessagesReply {
+/// The reply to a request whose task ended without one (it panicked).
+fn failed_task(gw: &Inner, api: Api, message: &str) -> MessagesReply {
+    let mut reply = reject(gw, api, message);
+    let error = encode_error(api.vendor(), 500, "api_error", message);
+    reply.status = error.status;
+    reply.body = error.body;
+    reply
+}
+
+async fn messages(gw: &Inner, call: MessagesCall, mut live: Option<LiveReply>) -> MessagesReply {
     let decoded = decode(gw, &call);
     let history = decoded.as_ref().ok().map(|r| r.messages.as_slice());
     let conversation = conversation_of(gw.recorder.as_ref(), &gw.continuations, &call, history);
+    if let Some(live) = &mut live {
+        live.set_conversation(&conversation);
+    }
     // The history as the client sent it (before approvals become placeholders): what it
     // sends back, with the turn it gets, to continue this conversation.
     let digest = history.map(|m| gw.continuations.start(call.credential.as_ref(), m));
@@ -62,9 +119,24 @@ async fn messages(gw: &Inner, call: MessagesCall) -> MessagesReply {
             (previous, input_items(&call.body))
         });
     let mut computer_id = None;
-    let outcome = handle(gw, &conversation, call, decoded, &mut computer_id).await;
+    let outcome = handle(
+        gw,
+        &conversation,
+        call,
+        decoded,
+        &mut computer_id,
+        &mut live,
+    )
+    .await;
     let reply = match outcome {
-        Ok((turn, stop)) => {
+        Ok((mut turn, stop)) => {
+            // Streamed: what went out is the reply (its id, its blocks in their order).
+            if let Some(live) = &mut live {
+                live.show_missing(&turn.content);
+                turn.id = live.id.clone();
+                turn.content = live.emitted.clone();
+                live.end(&turn);
+            }
             if let Some(digest) = digest {
                 gw.continuations
                     .remember(digest, &turn.content, &conversation);
@@ -82,6 +154,9 @@ async fn messages(gw: &Inner, call: MessagesCall) -> MessagesReply {
             }
         }
         Err(error) => {
+            if let Some(live) = live.as_mut().filter(|l| l.started()) {
+                live.fail(error.kind, &error.message);
+            }
             gw.recorder.record(
                 &conversation,
                 Entry::new(
@@ -163,6 +238,7 @@ async fn handle(
     call: MessagesCall,
     decoded: Result<Request, Fail>,
     computer_id: &mut Option<String>,
+    live: &mut Option<LiveReply>,
 ) -> Result<(Turn, Option<&'static str>), Fail> {
     let mut request = decoded?;
     let api = call.api;
@@ -210,12 +286,16 @@ async fn handle(
         client_names: HashSet::new(),
         code_execution: None,
         computer: None,
+        tool_search: None,
         container: None,
         shown: Vec::new(),
         usage: Usage::default(),
     };
     run.setup_tools(&request.tools, call.computer.as_deref(), computer_id)
         .await?;
+    if let Some(live) = live {
+        live.set_computer(computer_id.clone());
+    }
     if let Some(id) = &container_param {
         let container = gw
             .containers
@@ -228,13 +308,14 @@ async fn handle(
     let program_ids = program_call_ids(&request.messages);
     let mut view = model_view(&request.messages, &program_ids);
     gw.stash.restore(conversation, &mut view);
+    run.recall_loaded_tools(&view);
 
     // What the client answered: a suspended program's calls, approvals.
     if let Some(reply) = run.resume_program(&request, &mut view).await? {
         return Ok((reply, None));
     }
     run.apply_approvals(&approvals, &request, &mut view).await?;
-    run.rounds(view).await
+    run.rounds(view, live).await
 }
 
 fn record_client_results(run: &RequestState<'_>, request: &Request) {

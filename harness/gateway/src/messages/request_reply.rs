@@ -3,9 +3,10 @@
 
 use cordon_protocol::conversation::Turn;
 use cordon_protocol::conversation::stream::{
-    Event, anthropic_events, chat_events, responses_events,
+    Event, anthropic_events, chat_events, gemini_events, responses_events,
 };
 use serde_json::Value;
+use tokio::sync::mpsc;
 
 use crate::upstream::{Api, Credential};
 
@@ -95,6 +96,39 @@ impl MessagesReply {
             Api::Anthropic => anthropic_events(turn),
             Api::OpenaiChat => chat_events(turn),
             Api::OpenaiResponses => responses_events(turn),
+            Api::Gemini => gemini_events(turn),
         }
     }
+}
+
+/// What a streamed reply's HTTP head carries, known before its first byte.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct StreamHead {
+    /// The conversation it belongs to (`x-cordon-conversation-id`).
+    pub conversation_id: String,
+    /// The bound computer, for `x-cordon-computer`.
+    pub computer: Option<String>,
+}
+
+/// A reply being streamed: its head, then the client API's events as they come.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct LiveStream {
+    /// The head, sent before the first event.
+    pub head: StreamHead,
+    /// The events in the client's API (Chat's without names, ending with `[DONE]`); the
+    /// channel closes when the reply is complete and recorded.
+    pub events: mpsc::UnboundedReceiver<Event>,
+}
+
+/// The answer to a client request: streamed as it is made, or whole (a request that did
+/// not ask for a stream, or one that failed before its first byte).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum MessagesAnswer {
+    /// The whole reply.
+    Whole(Box<MessagesReply>),
+    /// The reply streaming.
+    Live(LiveStream),
 }

@@ -10,6 +10,7 @@ use cordon_protocol::conversation::{
     ContentBlock, Extra, Request, StopReason, ToolCall, ToolCaller, ToolDefinition, ToolResult,
     ToolResultContent, Turn, Usage, Vendor, anthropic,
 };
+use cordon_protocol::execution::Language;
 use serde_json::{Value, json};
 
 use super::computer_tool::BoundComputer;
@@ -17,12 +18,17 @@ use crate::containers::{Container, ProgramCall};
 use crate::gateway::Inner;
 use crate::record::Entry;
 use crate::tool_calls::{CallTarget, classify};
+use crate::tool_search::ToolSearch;
 use crate::upstream::{Api, Credential};
 
 /// Code execution (programmatic tool calling) set up for this request.
 pub(super) struct CodeExecution {
-    /// The declared type (`code_execution_20250825`).
+    /// The declared type (`code_execution_20250825`, `programmatic_tool_calling`).
     pub(super) kind: String,
+    /// The name the model calls it by (`code_execution`, `programmatic_tool_calling`).
+    pub(super) name: String,
+    /// The language of its programs.
+    pub(super) language: Language,
     /// Client tools callable from programs.
     pub(super) tools: Dispatcher,
 }
@@ -41,6 +47,8 @@ pub(super) struct RequestState<'a> {
     pub(super) code_execution: Option<CodeExecution>,
     /// The bound computer and the tool that drives it.
     pub(super) computer: Option<BoundComputer>,
+    /// The tool search the request declares, with the tools it keeps from the model.
+    pub(super) tool_search: Option<ToolSearch>,
     pub(super) container: Option<Arc<Container>>,
     /// Blocks shown before the final turn's (code results of earlier rounds).
     pub(super) shown: Vec<ContentBlock>,
@@ -53,6 +61,7 @@ pub(super) fn response_id(api: Api) -> String {
         Api::Anthropic => fresh_id("msg"),
         Api::OpenaiChat => fresh_id("chatcmpl").replacen('_', "-", 1),
         Api::OpenaiResponses => fresh_id("resp"),
+        Api::Gemini => fresh_id("gemini"),
     }
 }
 
@@ -82,11 +91,20 @@ pub(super) fn result_json(result: &ToolResult) -> Value {
 impl RequestState<'_> {
     /// Who runs `call` in this request (a tool nobody declared is the client's).
     pub(super) fn kind_of(&self, call: &ToolCall) -> CallTarget {
-        let computer = self.computer.as_ref().map(|c| c.name.as_str());
+        if self.computer.as_ref().is_some_and(|c| c.drives(call)) {
+            return CallTarget::Computer;
+        }
+        let code = self.code_execution.as_ref().map(|c| c.name.as_str());
+        let searches = self
+            .tool_search
+            .as_ref()
+            .map(ToolSearch::names)
+            .unwrap_or_default();
         let target = classify(
             &call.name,
-            self.code_execution.is_some(),
-            computer,
+            code,
+            None,
+            &searches,
             |name| self.client_names.contains(name),
             self.gw.operator.as_ref(),
         );

@@ -13,6 +13,7 @@ use cordon_protocol::tool::Policy;
 use serde_json::json;
 
 use super::failure::Fail;
+use super::gemini_computer::GeminiComputer;
 use super::request_state::{RequestState, result_json};
 use crate::asked_calls::Asked;
 use crate::call_ids::scoped;
@@ -36,10 +37,13 @@ impl RequestState<'_> {
         turn: &mut Turn,
         calls: Vec<ToolCall>,
     ) -> Result<Step, Fail> {
-        // Code calls get `srvtoolu_` ids, in the model's view and the client's alike.
+        // Code calls (and searches shown to the client) get `srvtoolu_` ids, in the model's
+        // view and the client's alike.
         let mut renamed: HashMap<String, String> = HashMap::new();
         for call in &calls {
-            if matches!(self.kind_of(call), CallTarget::Code) {
+            let shown_search =
+                self.kind_of(call) == CallTarget::ToolSearch && self.shows_searches();
+            if matches!(self.kind_of(call), CallTarget::Code) || shown_search {
                 renamed.insert(call.id.clone(), fresh_id("srvtoolu"));
             }
         }
@@ -62,6 +66,7 @@ impl RequestState<'_> {
             let runs = match kind {
                 CallTarget::Code => "code_execution",
                 CallTarget::Computer => "computer",
+                CallTarget::ToolSearch => "tool_search",
                 CallTarget::Operator => "server",
                 CallTarget::Client | CallTarget::Undeclared => "client",
             };
@@ -110,6 +115,18 @@ impl RequestState<'_> {
                         continue;
                     }
                 },
+                CallTarget::ToolSearch => {
+                    let (result, shown) = self.run_search(call);
+                    results.insert(call.id.clone(), result);
+                    match shown {
+                        Some(shown) => {
+                            code_shown.insert(call.id.clone(), shown);
+                        }
+                        None => {
+                            inline.insert(call.id.clone());
+                        }
+                    }
+                }
                 CallTarget::Code => {
                     let (result, shown, waiting) = self.run_code(call).await;
                     code_shown.insert(call.id.clone(), shown);
@@ -239,15 +256,22 @@ impl RequestState<'_> {
         let (Some(computers), Some(bound)) = (&self.gw.computers, &self.computer) else {
             return Ok(error_result(&call.id, "no computer is bound".to_owned()));
         };
-        if let Some(refusal) = bound.actions.refusal(&call.input) {
-            return Ok(error_result(&call.id, refusal));
-        }
-        match computers.act(&bound.id, &call.input, approved).await {
+        let action = match bound.action_of(call) {
+            Ok(action) => action,
+            Err(refusal) => return Ok(error_result(&call.id, refusal)),
+        };
+        match computers.act(&bound.id, &action, approved).await {
             Ok(ComputerOutcome::Done {
                 screenshot,
                 text,
                 is_error,
             }) => {
+                if bound.gemini.is_some() {
+                    let url = computers.current_url(&bound.id).await;
+                    return Ok(GeminiComputer::result(
+                        call, approved, screenshot, text, is_error, url,
+                    ));
+                }
                 let mut blocks = Vec::new();
                 if let Some(text) = text {
                     blocks.push(ContentBlock::text(text));

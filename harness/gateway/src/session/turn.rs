@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use cordon_core::{Dispatcher, ToolRegistry};
+use cordon_protocol::conversation::stream::{Delta, DeltaSink};
 use cordon_protocol::conversation::{
     ContentBlock, Extra, Message, Request, Role, System, ToolCall, ToolDefinition, ToolResult,
     ToolResultContent,
@@ -28,6 +29,21 @@ use crate::upstream::Credential;
 fn send(events: &UnboundedSender<SessionEvent>, event: SessionEvent) {
     // A client that went away does not stop the turn: its state is still kept.
     let _ = events.send(event);
+}
+
+/// A model round's text, sent as `text_delta` events while the model writes it. Calls
+/// are sent once complete, after the round (a server tool runs only whole).
+struct TextSink<'a>(&'a UnboundedSender<SessionEvent>);
+
+impl DeltaSink for TextSink<'_> {
+    fn send(&mut self, delta: Delta) -> bool {
+        if let Delta::Text { text, .. } = delta
+            && !text.is_empty()
+        {
+            send(self.0, SessionEvent::TextDelta(text));
+        }
+        true
+    }
 }
 
 impl Gateway {
@@ -119,13 +135,15 @@ async fn session_turn(
             messages: state.messages.clone(),
             tools: offered.clone(),
             max_tokens: Some(state.max_tokens),
+            // Streamed, so the client reads the text while the model writes it.
+            stream: true,
             ..Request::default()
         };
         // A turn reusing a call id would let one answer stand for two calls: nothing of it
         // runs or is kept, and the client may send a message to try again.
         let checked = gw
             .upstream
-            .call(&request, credential)
+            .call_streaming(&request, credential, &mut TextSink(events))
             .await
             .and_then(|turn| {
                 check_turn(&state.messages, &turn)?;
@@ -144,13 +162,6 @@ async fn session_turn(
                 return;
             }
         };
-        for block in &turn.content {
-            if let ContentBlock::Text { text, .. } = block
-                && !text.is_empty()
-            {
-                send(events, SessionEvent::TextDelta(text.clone()));
-            }
-        }
         state
             .messages
             .push(Message::new(Role::Assistant, turn.content.clone()));
@@ -236,8 +247,11 @@ fn emit_result(events: &UnboundedSender<SessionEvent>, result: &ToolResult) {
 fn target_of(gw: &Inner, state: &SessionState, call: &ToolCall) -> CallTarget {
     classify(
         &call.name,
-        gw.containers.available(),
+        gw.containers
+            .available()
+            .then_some(cordon_protocol::conversation::CODE_TOOL),
         None,
+        &[],
         |name| state.tools.iter().any(|t| t.name == name),
         gw.operator.as_ref(),
     )
@@ -265,7 +279,7 @@ fn kind_of(gw: &Inner, state: &SessionState, call: &ToolCall) -> CallKind {
         CallTarget::Operator => CallKind::Server,
         CallTarget::Client => CallKind::Application,
         // A tool nobody declared: the model reads the error.
-        CallTarget::Computer | CallTarget::Undeclared => CallKind::Server,
+        CallTarget::Computer | CallTarget::ToolSearch | CallTarget::Undeclared => CallKind::Server,
     }
 }
 

@@ -6,12 +6,17 @@
     reason = "a failed test should stop right there"
 )]
 
+mod browser_toolset;
 mod call_ids;
 mod common;
 mod computer;
 mod errors;
+mod gemini;
 mod loop_;
 mod operator;
 mod programmatic_calls;
+mod programmatic_javascript;
 mod session;
+mod streaming;
+mod tool_search;
 mod upstreams;

@@ -67,8 +67,29 @@ pub fn encode_error(vendor: Vendor, status: u16, kind: &str, message: &str) -> V
         Vendor::OpenaiChat | Vendor::OpenaiResponses => {
             json!({"error": {"message": message, "type": kind, "param": null, "code": null}})
         }
+        Vendor::Gemini => {
+            json!({"error": {"code": status, "message": message, "status": google_status(status)}})
+        }
     };
     VendorError { status, body }
+}
+
+/// Google's status name for an HTTP status (the `status` of its error bodies).
+fn google_status(status: u16) -> &'static str {
+    match status {
+        400 | 422 => "INVALID_ARGUMENT",
+        401 => "UNAUTHENTICATED",
+        403 => "PERMISSION_DENIED",
+        404 => "NOT_FOUND",
+        409 => "ABORTED",
+        413 => "INVALID_ARGUMENT",
+        429 => "RESOURCE_EXHAUSTED",
+        499 => "CANCELLED",
+        501 => "UNIMPLEMENTED",
+        502 | 503 | 529 => "UNAVAILABLE",
+        504 => "DEADLINE_EXCEEDED",
+        _ => "INTERNAL",
+    }
 }
 
 impl PairingError {

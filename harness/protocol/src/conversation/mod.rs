@@ -1,7 +1,7 @@
 //! One canonical conversation model and pure converters to and from vendor shapes.
 //!
-//! A gateway decodes the client's request ([`anthropic`], [`chat`], [`responses`]) into a
-//! [`Request`], validates tool-call pairing with [`validate_pairing`], encodes it for the
+//! A gateway decodes the client's request ([`anthropic`], [`chat`], [`responses`],
+//! [`gemini`]) into a [`Request`], validates tool-call pairing with [`validate_pairing`], encodes it for the
 //! upstream, decodes the upstream's answer into a [`Turn`] (whose call ids
 //! [`validate_turn_ids`] checks before any runs) and encodes that back in the client's
 //! shape. Fields a vendor has that the model does not name are kept in `extra`
@@ -12,6 +12,9 @@ pub mod anthropic;
 
 pub mod chat;
 mod error;
+pub mod gemini;
+mod gemini_parts;
+mod gemini_response;
 mod json;
 mod openai;
 mod request_fields;

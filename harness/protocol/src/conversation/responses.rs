@@ -15,8 +15,8 @@ use super::request_fields::{
     decode_function_tool, encode_function_tool, encode_tools, finish_request, request_with_settings,
 };
 use super::{
-    CODE_TOOL, ContentBlock, ConversionError, Extra, ImageSource, Message, Request, Role,
-    StopReason, System, ToolCall, ToolCaller, ToolChoice, ToolDefinition, ToolResult,
+    CODE_TOOL, ContentBlock, ConversionError, Extra, ImageSource, Message, PROGRAM_TOOL, Request,
+    Role, StopReason, System, ToolCall, ToolCaller, ToolChoice, ToolDefinition, ToolResult,
     ToolResultContent, Turn, Vendor, is_code_tool_type,
 };
 
@@ -222,6 +222,49 @@ fn decode_items(items: &[Value], system: &mut Option<System>) -> Result<Vec<Mess
                     );
                 }
             }
+            "program" => {
+                // A JavaScript program Cordon ran for the model (`programmatic_tool_calling`).
+                let call_id = take_str(&mut m, "call_id")
+                    .ok_or_else(|| ConversionError::field("program.call_id"))?;
+                let known = messages.iter().flat_map(|m| &m.content).any(
+                    |b| matches!(b, ContentBlock::ServerToolCall { id: known, .. } if *known == call_id),
+                );
+                if !known {
+                    let code = m.get("code").cloned().unwrap_or(Value::Null);
+                    push_block(
+                        &mut messages,
+                        Role::Assistant,
+                        ContentBlock::ServerToolCall {
+                            id: call_id,
+                            name: PROGRAM_TOOL.to_owned(),
+                            input: json!({"code": code}),
+                            extra: Map::new(),
+                        },
+                    );
+                }
+            }
+            "program_output" => {
+                let call_id = take_str(&mut m, "call_id")
+                    .ok_or_else(|| ConversionError::field("program_output.call_id"))?;
+                let result = take_str(&mut m, "result").unwrap_or_default();
+                let incomplete = m.get("status").and_then(Value::as_str) == Some("incomplete");
+                push_block(
+                    &mut messages,
+                    Role::Assistant,
+                    ContentBlock::ServerToolResult {
+                        kind: "program_output".into(),
+                        tool_use_id: call_id,
+                        content: json!({
+                            "type": "code_execution_result",
+                            "stdout": result,
+                            "stderr": "",
+                            "return_code": i32::from(incomplete),
+                            "content": [],
+                        }),
+                        extra: Map::new(),
+                    },
+                );
+            }
             "function_call_output" => {
                 m.remove("type");
                 let call_id = take_str(&mut m, "call_id")
@@ -390,7 +433,8 @@ fn encode_items(messages: &[Message], same: bool, output: bool) -> Vec<Value> {
                     }));
                     if let Some(caller) = &call.caller {
                         // Anthropic's `code_execution_*` caller is Responses' `program`.
-                        let kind = if is_code_tool_type(&caller.kind) {
+                        let kind = if is_code_tool_type(&caller.kind) || caller.kind == PROGRAM_TOOL
+                        {
                             "program"
                         } else {
                             &caller.kind
@@ -438,6 +482,40 @@ fn encode_items(messages: &[Message], same: bool, output: bool) -> Vec<Value> {
                 } => {
                     flush(&mut open, &mut items);
                     items.push(data.clone());
+                }
+                // A JavaScript program run by the server: a `program` item (its
+                // `fingerprint` names the container), then a `program_output` item.
+                ContentBlock::ServerToolCall {
+                    id, name, input, ..
+                } if name == PROGRAM_TOOL => {
+                    flush(&mut open, &mut items);
+                    items.push(json!({
+                        "type": "program", "id": format!("prog_{id}"), "call_id": id,
+                        "code": input.get("code").and_then(Value::as_str).unwrap_or_default(),
+                        "fingerprint": "",
+                    }));
+                }
+                ContentBlock::ServerToolResult {
+                    kind,
+                    tool_use_id,
+                    content,
+                    ..
+                } if kind == "program_output" => {
+                    flush(&mut open, &mut items);
+                    let mut result = String::new();
+                    for key in ["stdout", "stderr"] {
+                        result.push_str(content[key].as_str().unwrap_or_default());
+                    }
+                    if let Some(code) = content["error_code"].as_str() {
+                        result.push_str(&format!("error: {code}"));
+                    }
+                    let incomplete = content["return_code"].as_i64().unwrap_or(0) != 0
+                        || content["type"] == "code_execution_tool_result_error";
+                    items.push(json!({
+                        "type": "program_output", "id": format!("pout_{tool_use_id}"),
+                        "call_id": tool_use_id, "result": result,
+                        "status": if incomplete { "incomplete" } else { "completed" },
+                    }));
                 }
                 // Code run by the server: one `code_interpreter_call` item, completed by
                 // its result.
@@ -595,6 +673,9 @@ pub fn encode_response(turn: &Turn) -> Value {
         for item in &mut output {
             if item["type"] == "code_interpreter_call" {
                 item["container_id"] = json!(container.id);
+            }
+            if item["type"] == "program" {
+                item["fingerprint"] = json!(container.id);
             }
         }
     }

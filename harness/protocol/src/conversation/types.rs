@@ -13,6 +13,7 @@ pub enum Vendor {
     Anthropic,
     OpenaiChat,
     OpenaiResponses,
+    Gemini,
 }
 
 impl Vendor {
@@ -22,6 +23,7 @@ impl Vendor {
             Vendor::Anthropic => "Anthropic Messages",
             Vendor::OpenaiChat => "OpenAI Chat Completions",
             Vendor::OpenaiResponses => "OpenAI Responses",
+            Vendor::Gemini => "Gemini",
         }
     }
 }
@@ -335,6 +337,10 @@ impl Turn {
 /// The name Cordon's code tool has in the canonical conversation (a server tool the gateway
 /// runs in its sandbox; the Responses API calls it `code_interpreter`).
 pub const CODE_TOOL: &str = "code_execution";
+
+/// The name and type of Cordon's JavaScript code tool: the Responses API's
+/// `programmatic_tool_calling`, whose programs are `program` / `program_output` items.
+pub const PROGRAM_TOOL: &str = "programmatic_tool_calling";
 
 /// Whether a tool type (a declaration's `type`, a call's `caller.type`) is the code tool:
 /// Anthropic's `code_execution_*` in any version (`_20250825`, `_20260120`, `_20260521`, …)

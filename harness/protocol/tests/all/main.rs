@@ -3,5 +3,7 @@
 #![allow(clippy::unwrap_used, reason = "tests")]
 
 mod conversation;
+mod gemini;
 mod properties;
 mod stream_bounds;
+mod stream_corpus;

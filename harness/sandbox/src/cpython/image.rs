@@ -20,7 +20,7 @@ use crate::engine::tracked_max;
 use crate::error::SandboxError;
 use crate::hmac::hmac_sha256;
 use crate::host_state::HostState;
-use crate::image::{GuestImage, GuestKind, Spare};
+use crate::image::{GuestImage, GuestKind, Spare, identity};
 use crate::meter::Meter;
 use crate::wasi_fs::Mount;
 use crate::workspace::{Quota, Workspace};
@@ -227,6 +227,7 @@ pub(crate) async fn load(
         kind: GuestKind::Cpython { mounts },
         spare: Spare::new(true, tracked_max.is_none()),
         tracked_max,
+        identity: identity(CPYTHON_KIND, &key),
     })
 }
 

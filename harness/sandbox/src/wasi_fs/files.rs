@@ -223,6 +223,111 @@ impl FsState {
     }
 }
 
+/// One open descriptor as a paused session stores it: where it points and how it was
+/// opened, by value (the tree it points into is stored beside it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct DescriptorRecord {
+    pub(crate) fd: u32,
+    /// `None`: the workspace; `Some(i)`: the image's runtime mount `i`.
+    pub(crate) mount: Option<u32>,
+    pub(crate) ino: u64,
+    pub(crate) dir: bool,
+    pub(crate) read: bool,
+    pub(crate) write: bool,
+    pub(crate) append: bool,
+    pub(crate) pos: u64,
+    pub(crate) rights_base: u64,
+    pub(crate) rights_inheriting: u64,
+}
+
+impl FsState {
+    /// The open descriptors, in descriptor order.
+    pub(crate) fn descriptor_records(&self) -> Vec<DescriptorRecord> {
+        let mut records: Vec<DescriptorRecord> = self
+            .fds
+            .iter()
+            .map(|(fd, open)| DescriptorRecord {
+                fd: *fd,
+                mount: match open.source {
+                    Source::Workspace => None,
+                    Source::Runtime(index) => Some(index as u32),
+                },
+                ino: open.ino,
+                dir: open.dir,
+                read: open.read,
+                write: open.write,
+                append: open.append,
+                pos: open.pos,
+                rights_base: open.rights_base,
+                rights_inheriting: open.rights_inheriting,
+            })
+            .collect();
+        records.sort_by_key(|record| record.fd);
+        records
+    }
+
+    /// Replaces the descriptors with `records` (after [`Self::attach`]), checking each
+    /// against this instance: a descriptor number the guest could hold, a mount it has, a
+    /// node of the right kind where the node still exists (a descriptor of a removed file
+    /// answers `EBADF`, as it did), and no rights beyond what the calls grant.
+    pub(crate) fn restore_descriptors(
+        &mut self,
+        records: &[DescriptorRecord],
+    ) -> Result<(), String> {
+        if records.len() > MAX_FDS {
+            return Err(format!("{} descriptors (at most {MAX_FDS})", records.len()));
+        }
+        let mut fds = HashMap::with_capacity(records.len());
+        for record in records {
+            if record.fd < PREOPEN_FD || record.fd >= PREOPEN_FD + 4 * MAX_FDS as u32 {
+                return Err(format!("descriptor {} is out of range", record.fd));
+            }
+            let source = match record.mount {
+                None if self.workspace.is_some() => Source::Workspace,
+                None => return Err(format!("descriptor {} needs a workspace", record.fd)),
+                Some(index) if (index as usize) < self.mounts.len() => {
+                    Source::Runtime(index as usize)
+                }
+                Some(index) => return Err(format!("no runtime mount {index}")),
+            };
+            if let Ok(node) = self.tree(source).map_err(|_| ()).and_then(|tree| {
+                tree.node(record.ino)
+                    .map(|node| matches!(node.kind, crate::workspace::Kind::Dir(_)))
+                    .map_err(|_| ())
+            }) && node != record.dir
+            {
+                return Err(format!("descriptor {} has the wrong kind", record.fd));
+            }
+            let allowed = rights::DIR_BASE | rights::FILE_ALL;
+            let open = Open {
+                source,
+                ino: record.ino,
+                dir: record.dir,
+                read: record.read,
+                write: record.write,
+                append: record.append,
+                pos: record.pos.min(crate::workspace::MAX_OFFSET),
+                rights_base: record.rights_base & allowed,
+                rights_inheriting: record.rights_inheriting & allowed,
+            };
+            if fds.insert(record.fd, open).is_some() {
+                return Err(format!("descriptor {} appears twice", record.fd));
+            }
+        }
+        self.fds = fds;
+        Ok(())
+    }
+
+    /// This instance's scratch folders (`/tmp`), by guest path.
+    pub(crate) fn scratch_trees(&self) -> Vec<(String, Workspace)> {
+        self.mounts
+            .iter()
+            .filter(|mount| mount.scratch)
+            .map(|mount| (mount.guest_path.clone(), mount.tree.clone()))
+            .collect()
+    }
+}
+
 impl Open {
     /// A preopened root directory.
     pub(super) fn root(source: Source) -> Open {

@@ -31,6 +31,6 @@ mod linker;
 mod tests;
 mod view;
 
-pub(crate) use files::{FsState, Mount, instance_mounts};
+pub(crate) use files::{DescriptorRecord, FsState, Mount, instance_mounts};
 pub(crate) use linker::add_to_linker;
 pub(crate) use view::FilesView;

@@ -12,6 +12,7 @@ mod cpython;
 mod hostile;
 mod javascript;
 mod limits;
+mod paused;
 mod python;
 mod sessions;
 mod suspend;

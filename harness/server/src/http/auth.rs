@@ -11,7 +11,8 @@ use super::app_state::AppState;
 use crate::error::ApiError;
 
 /// Lets a request through when the server has no token, or the request presents it
-/// (`Authorization: Bearer` or `x-api-key`); answers `401 unauthorized` otherwise.
+/// (`Authorization: Bearer`, `x-api-key` or `x-goog-api-key`); answers `401 unauthorized`
+/// otherwise.
 pub(super) async fn authenticate(
     State(app): State<AppState>,
     request: Request,
@@ -25,12 +26,15 @@ pub(super) async fn authenticate(
         .get(header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.strip_prefix("Bearer "))
-        // The anthropic SDK sends its `api_key` as `x-api-key` (the gateway's clients).
+        // The anthropic SDK sends its `api_key` as `x-api-key`, google-genai as
+        // `x-goog-api-key` (the gateway's clients).
         .or_else(|| {
-            request
-                .headers()
-                .get("x-api-key")
-                .and_then(|value| value.to_str().ok())
+            ["x-api-key", "x-goog-api-key"].iter().find_map(|name| {
+                request
+                    .headers()
+                    .get(*name)
+                    .and_then(|value| value.to_str().ok())
+            })
         });
     match presented {
         Some(presented) if constant_time_eq(presented.as_bytes(), token.as_bytes()) => {

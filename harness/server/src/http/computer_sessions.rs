@@ -173,8 +173,8 @@ impl ComputerSessions {
 
     /// Kills the Chromium a previous server process left running when it was killed, if
     /// there is one. Call before serving.
-    pub(crate) fn reap_orphans(&self) -> Result<(), StoreError> {
-        if let Some(pid) = self.store.meta(CHROMIUM_PID)? {
+    pub(crate) async fn reap_orphans(&self) -> Result<(), StoreError> {
+        if let Some(pid) = self.store.meta(CHROMIUM_PID).await? {
             if let Ok(pid) = pid.parse::<u32>()
                 && reap_orphaned_chromium(pid)
             {
@@ -182,7 +182,7 @@ impl ComputerSessions {
                     "cordon: stopped Chromium {pid}, left running by a server that was killed"
                 );
             }
-            self.store.set_meta(CHROMIUM_PID, None)?;
+            self.store.set_meta(CHROMIUM_PID, None).await?;
         }
         Ok(())
     }
@@ -219,7 +219,7 @@ impl ComputerSessions {
                 "closed after {} s without a request (its ttl); open a new one",
                 entry.ttl_ms / 1000
             );
-            if let Err(error) = self.store.end_computer(&id, "expired", &reason) {
+            if let Err(error) = self.store.end_computer(&id, "expired", &reason).await {
                 eprintln!("cordon serve: could not record that computer {id} expired: {error}");
             }
             self.pool.close(&entry.computer, &reason).await;
@@ -304,17 +304,19 @@ impl ComputerSessions {
             steps: 0,
             pending: None,
         };
-        let stored = self
-            .record_chromium_pid()
-            .and_then(|()| self.store.insert_computer(&row))
-            .and_then(|()| self.persist(&id, &first));
+        let stored = async {
+            self.record_chromium_pid().await?;
+            self.store.insert_computer(&row).await?;
+            self.persist(&id, &first).await
+        }
+        .await;
         if let Err(error) = stored {
             // Nothing of it may outlive the failed request: its browser context, its row
             // (else `live` until the next restart) and its trajectory.
             self.pool
                 .close(&computer, "its record could not be stored")
                 .await;
-            if let Err(error) = self.store.delete_computer(&id) {
+            if let Err(error) = self.store.delete_computer(&id).await {
                 eprintln!("cordon serve: could not remove the record of computer {id}: {error}");
             }
             let _removed = std::fs::remove_dir_all(&dir);
@@ -346,15 +348,19 @@ impl ComputerSessions {
 
     /// Records the pid of the running Chromium, read by the next server if this one is
     /// killed (see [`Self::reap_orphans`]).
-    fn record_chromium_pid(&self) -> Result<(), StoreError> {
+    async fn record_chromium_pid(&self) -> Result<(), StoreError> {
         match self.pool.chromium_pid() {
-            Some(pid) => self.store.set_meta(CHROMIUM_PID, Some(&pid.to_string())),
+            Some(pid) => {
+                self.store
+                    .set_meta(CHROMIUM_PID, Some(&pid.to_string()))
+                    .await
+            }
             None => Ok(()),
         }
     }
 
     /// Stores a step with what it changes.
-    fn persist(&self, id: &str, stepped: &Stepped) -> Result<(), StoreError> {
+    async fn persist(&self, id: &str, stepped: &Stepped) -> Result<(), StoreError> {
         let Some(record) = &stepped.record else {
             return Ok(());
         };
@@ -367,34 +373,36 @@ impl ComputerSessions {
             };
             (approval, how.to_owned())
         });
-        self.store.append_computer_step(
-            id,
-            &ComputerStepRow {
-                step: record.step,
-                status: status_name(step.status).to_owned(),
-                data: serde_json::to_value(record)?,
-                screenshot: stepped.screenshot_file.clone(),
-                current_url: step.current_url.clone(),
-                pending: match &step.pending_approval {
-                    Some(approval) => Some(serde_json::to_value(approval)?),
-                    None => None,
+        self.store
+            .append_computer_step(
+                id,
+                &ComputerStepRow {
+                    step: record.step,
+                    status: status_name(step.status).to_owned(),
+                    data: serde_json::to_value(record)?,
+                    screenshot: stepped.screenshot_file.clone(),
+                    current_url: step.current_url.clone(),
+                    pending: match &step.pending_approval {
+                        Some(approval) => Some(serde_json::to_value(approval)?),
+                        None => None,
+                    },
+                    asks: step
+                        .pending_approval
+                        .as_ref()
+                        .map(|approval| approval.approval_id.clone()),
+                    resolves,
                 },
-                asks: step
-                    .pending_approval
-                    .as_ref()
-                    .map(|approval| approval.approval_id.clone()),
-                resolves,
-            },
-        )
+            )
+            .await
     }
 
     /// The live session, counted busy (taken under the lock the reaper holds, so it cannot
     /// expire between the lookup and the request), or the error that says why there is none.
-    fn entry(&self, id: &str) -> Result<Busy, ApiError> {
+    async fn entry(&self, id: &str) -> Result<Busy, ApiError> {
         if let Some(entry) = self.live().computers.get(id) {
             return Ok(Busy::new(entry.clone()));
         }
-        Err(match self.store.computer(id)? {
+        Err(match self.store.computer(id).await? {
             Some(row) if row.state == "closed" => ApiError::gone(
                 "computer_closed",
                 format!("computer {id} was closed; open a new one (POST /v1/computers)"),
@@ -437,7 +445,7 @@ impl ComputerSessions {
                 Err(error) => {
                     match (&error, deciding) {
                         (ComputerError::Lost(_) | ComputerError::Closed(_), _) => {
-                            sessions.forget(&id, "expired", &error.to_string());
+                            sessions.forget(&id, "expired", &error.to_string()).await;
                         }
                         (ComputerError::NoSuchApproval(_) | ComputerError::Pending(_), _)
                         | (_, None) => {}
@@ -446,8 +454,10 @@ impl ComputerSessions {
                             // spent (the session takes new steps), so it must not stay
                             // pending in the map or the store.
                             sessions.live().approvals.remove(&approval);
-                            if let Err(error) =
-                                sessions.store.expire_computer_approval(&id, &approval)
+                            if let Err(error) = sessions
+                                .store
+                                .expire_computer_approval(&id, &approval)
+                                .await
                             {
                                 eprintln!(
                                     "cordon serve: could not record that approval {approval} \
@@ -473,9 +483,9 @@ impl ComputerSessions {
                         .insert(approval.approval_id.clone(), id.clone());
                 }
             }
-            sessions.persist(&id, &stepped)?;
+            sessions.persist(&id, &stepped).await?;
             let expires = now_ms().saturating_add(busy.0.ttl_ms);
-            sessions.store.touch_computer(&id, expires)?;
+            sessions.store.touch_computer(&id, expires).await?;
             Ok(stepped.step)
         });
         task.await.map_err(|error| {
@@ -488,13 +498,13 @@ impl ComputerSessions {
     }
 
     /// Drops a live session whose browser context is gone, recording why.
-    fn forget(&self, id: &str, state: &str, reason: &str) {
+    async fn forget(&self, id: &str, state: &str, reason: &str) {
         {
             let mut live = self.live();
             live.computers.remove(id);
             live.approvals.retain(|_, computer| computer != id);
         }
-        if let Err(error) = self.store.end_computer(id, state, reason) {
+        if let Err(error) = self.store.end_computer(id, state, reason).await {
             eprintln!("cordon serve: could not record that computer {id} ended: {error}");
         }
     }
@@ -513,7 +523,7 @@ impl ComputerSessions {
                 "`actions` is empty; send at least one action",
             ));
         }
-        let entry = self.entry(id)?;
+        let entry = self.entry(id).await?;
         let raw = json!({"format": body.format, "actions": body.actions, "call_id": body.call_id});
         let call = match decode_actions(vendor, &body.actions, body.call_id.clone()) {
             Ok(call) => call,
@@ -521,7 +531,11 @@ impl ComputerSessions {
                 // The model wrote something that is not an action: it gets the error, and
                 // nothing runs or is recorded.
                 drop(entry);
-                let current_url = self.store.computer(id)?.and_then(|row| row.current_url);
+                let current_url = self
+                    .store
+                    .computer(id)
+                    .await?
+                    .and_then(|row| row.current_url);
                 return Ok(ComputerStep {
                     step: None,
                     status: StepStatus::Error,
@@ -550,7 +564,7 @@ impl ComputerSessions {
     ) -> Option<Result<(String, ComputerStep), ApiError>> {
         let computer_id = self.live().approvals.get(approval_id).cloned();
         let Some(computer_id) = computer_id else {
-            return match self.store.computer_approval(approval_id) {
+            return match self.store.computer_approval(approval_id).await {
                 Err(error) => Some(Err(error.into())),
                 Ok(None) => None,
                 Ok(Some((computer, status))) if status == "pending" || status == "expired" => {
@@ -568,7 +582,7 @@ impl ComputerSessions {
                 ))),
             };
         };
-        let entry = match self.entry(&computer_id) {
+        let entry = match self.entry(&computer_id).await {
             Ok(entry) => entry,
             Err(error) => return Some(Err(error)),
         };
@@ -582,8 +596,8 @@ impl ComputerSessions {
     }
 
     /// `GET /v1/computers/{id}`.
-    pub(crate) fn info(&self, id: &str) -> Result<ComputerInfo, ApiError> {
-        let Some(row) = self.store.computer(id)? else {
+    pub(crate) async fn info(&self, id: &str) -> Result<ComputerInfo, ApiError> {
+        let Some(row) = self.store.computer(id).await? else {
             return Err(ApiError::not_found("computer", id));
         };
         let live_expiry = self
@@ -616,13 +630,18 @@ impl ComputerSessions {
     }
 
     /// `GET /v1/computers/{id}/trajectory`.
-    pub(crate) fn trajectory(&self, id: &str, after: u64) -> Result<ComputerTrajectory, ApiError> {
-        let Some(row) = self.store.computer(id)? else {
+    pub(crate) async fn trajectory(
+        &self,
+        id: &str,
+        after: u64,
+    ) -> Result<ComputerTrajectory, ApiError> {
+        let Some(row) = self.store.computer(id).await? else {
             return Err(ApiError::not_found("computer", id));
         };
         let steps = self
             .store
-            .computer_steps(id, after)?
+            .computer_steps(id, after)
+            .await?
             .into_iter()
             .map(|(_, data)| serde_json::from_value::<TrajectoryStep>(data))
             .collect::<Result<Vec<_>, _>>()
@@ -640,10 +659,10 @@ impl ComputerSessions {
         id: &str,
         step: u64,
     ) -> Result<(&'static str, Vec<u8>), ApiError> {
-        let Some(row) = self.store.computer(id)? else {
+        let Some(row) = self.store.computer(id).await? else {
             return Err(ApiError::not_found("computer", id));
         };
-        let Some(name) = self.store.computer_screenshot(id, step)? else {
+        let Some(name) = self.store.computer_screenshot(id, step).await? else {
             return Err(ApiError::new(
                 StatusCode::NOT_FOUND,
                 "not_found",
@@ -681,13 +700,13 @@ impl ComputerSessions {
         };
         if let Some(entry) = removed {
             let reason = "closed by the client (DELETE)";
-            let recorded = self.store.end_computer(id, "closed", reason);
+            let recorded = self.store.end_computer(id, "closed", reason).await;
             // Out of the live map, it must close even when its record could not be
             // written, or its browser context would outlive it unseen.
             self.pool.close(&entry.computer, reason).await;
             return Ok(recorded?);
         }
-        match self.store.delete_computer(id)? {
+        match self.store.delete_computer(id).await? {
             Some(dir) => {
                 self.remove_trajectory(&dir);
                 Ok(())
@@ -713,8 +732,8 @@ impl ComputerSessions {
 
     /// Deletes what ended before `cutoff_ms` (see [`Store::purge`]) and the trajectories
     /// of the computer sessions that went.
-    pub(crate) fn purge(&self, cutoff_ms: u64) -> Result<(), StoreError> {
-        let purged = self.store.purge(cutoff_ms)?;
+    pub(crate) async fn purge(&self, cutoff_ms: u64) -> Result<(), StoreError> {
+        let purged = self.store.purge(cutoff_ms).await?;
         for dir in &purged.trajectories {
             self.remove_trajectory(dir);
         }
@@ -729,14 +748,17 @@ impl ComputerSessions {
             live.computers.drain().map(|(id, _)| id).collect()
         };
         for id in ids {
-            let _ = self.store.end_computer(
-                &id,
-                "expired",
-                "the server shut down; open a new session (its trajectory stays readable)",
-            );
+            let _ = self
+                .store
+                .end_computer(
+                    &id,
+                    "expired",
+                    "the server shut down; open a new session (its trajectory stays readable)",
+                )
+                .await;
         }
         self.pool.shutdown().await;
-        let _ = self.store.set_meta(CHROMIUM_PID, None);
+        let _ = self.store.set_meta(CHROMIUM_PID, None).await;
     }
 }
 

@@ -70,7 +70,7 @@ pub(super) async fn get_computer(
     State(app): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<ComputerInfo>, ApiError> {
-    Ok(Json(app.computers.info(&id)?))
+    Ok(Json(app.computers.info(&id).await?))
 }
 
 /// Closes a live session (state `closed`; its trajectory stays readable); deletes the
@@ -133,7 +133,7 @@ pub(super) async fn computer_trajectory(
     Path(id): Path<String>,
     After(after): After,
 ) -> Result<Json<ComputerTrajectory>, ApiError> {
-    Ok(Json(app.computers.trajectory(&id, after)?))
+    Ok(Json(app.computers.trajectory(&id, after).await?))
 }
 
 /// The screenshot the model saw after step `step`.

@@ -62,7 +62,7 @@ impl Cursor {
             // Subscribe before reading: an event stored after the read changes the
             // receiver, so it cannot slip between the read and the wait.
             let receiver = self.sandboxes.subscribe(&self.id);
-            let rows = self.read()?;
+            let rows = self.read().await?;
             if !rows.is_empty() {
                 self.buffered.extend(rows);
                 continue;
@@ -71,7 +71,7 @@ impl Cursor {
                 Some(mut receiver) => {
                     if receiver.changed().await.is_err() {
                         // The execution ended; everything it logged is stored.
-                        let rows = self.read()?;
+                        let rows = self.read().await?;
                         if rows.is_empty() {
                             return None;
                         }
@@ -83,11 +83,11 @@ impl Cursor {
                     // executions that were cut off), unless its row is newer than its
                     // live entry (a few microseconds at creation).
                     let running = matches!(
-                        self.sandboxes.store.execution(&self.id),
+                        self.sandboxes.store.execution(&self.id).await,
                         Ok(Some(row)) if row.status == crate::store::RUNNING
                     );
                     if !running {
-                        let rows = self.read()?;
+                        let rows = self.read().await?;
                         if rows.is_empty() {
                             return None;
                         }
@@ -100,11 +100,12 @@ impl Cursor {
         }
     }
 
-    fn read(&self) -> Option<Vec<EventRow>> {
+    async fn read(&self) -> Option<Vec<EventRow>> {
         match self
             .sandboxes
             .store
             .events_after(&self.id, self.after, EVENT_PAGE)
+            .await
         {
             Ok(rows) => Some(rows),
             Err(error) => {

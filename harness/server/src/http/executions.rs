@@ -68,7 +68,10 @@ pub(super) async fn create_execution(
     headers: HeaderMap,
     ApiJson(body): ApiJson<CreateExecution>,
 ) -> Result<Response, ApiError> {
-    let id = app.sandboxes.start_execution(&sandbox_id, body.code)?;
+    let id = app
+        .sandboxes
+        .start_execution(&sandbox_id, body.code)
+        .await?;
     let location = format!("/v1/executions/{id}");
     if wants_event_stream(&headers) {
         let mut response = sse(app.sandboxes.clone(), id.clone(), 0).into_response();
@@ -108,7 +111,7 @@ pub(super) async fn execution_events(
             ApiError::bad_request("invalid_last_event_id", format!("Last-Event-ID: {error}"))
         })?;
     }
-    if app.sandboxes.store.execution(&id)?.is_none() {
+    if app.sandboxes.store.execution(&id).await?.is_none() {
         return Err(ApiError::not_found("execution", &id));
     }
     Ok(sse(app.sandboxes.clone(), id, after).into_response())
@@ -133,11 +136,11 @@ pub(super) async fn get_execution(
     After(after): After,
 ) -> Result<Json<ExecutionInfo>, ApiError> {
     let store = &app.sandboxes.store;
-    let Some(row) = store.execution(&id)? else {
+    let Some(row) = store.execution(&id).await? else {
         return Err(ApiError::not_found("execution", &id));
     };
     let status = ExecutionState::parse(&row.status);
-    let rows = store.events_after(&id, 0, usize::MAX)?;
+    let rows = store.events_after(&id, 0, usize::MAX).await?;
     let mut events = Vec::with_capacity(rows.len());
     let mut calls: Vec<PendingToolCall> = Vec::new();
     let mut answered: HashSet<String> = HashSet::new();
@@ -187,7 +190,8 @@ pub(super) async fn get_execution(
     };
     let pending_approvals = if running {
         store
-            .pending_approvals(&id)?
+            .pending_approvals(&id)
+            .await?
             .into_iter()
             .map(|approval| PendingApproval {
                 approval_id: approval.id,
@@ -236,7 +240,7 @@ pub(super) async fn post_tool_results(
         ));
     }
     let Some(execution) = app.sandboxes.live_execution(&id) else {
-        return Err(not_running(&app, &id)?);
+        return Err(not_running(&app, &id).await?);
     };
     let accepted: Vec<String> = body.results.iter().map(|r| r.call_id.clone()).collect();
     execution
@@ -265,8 +269,8 @@ pub(super) async fn post_tool_results(
 }
 
 /// The error for an execution that is not running: 409 if it ended, 404 if unknown.
-fn not_running(app: &App, id: &str) -> Result<ApiError, ApiError> {
-    Ok(match app.sandboxes.store.execution(id)? {
+async fn not_running(app: &App, id: &str) -> Result<ApiError, ApiError> {
+    Ok(match app.sandboxes.store.execution(id).await? {
         Some(row) => ApiError::conflict(
             "execution_finished",
             format!(
@@ -294,7 +298,7 @@ pub(super) async fn cancel_execution(
     Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<ExecutionCreated>), ApiError> {
     let Some(execution) = app.sandboxes.live_execution(&id) else {
-        return Err(not_running(&app, &id)?);
+        return Err(not_running(&app, &id).await?);
     };
     execution.control.cancel();
     Ok((StatusCode::ACCEPTED, Json(ExecutionCreated { id })))
@@ -326,7 +330,7 @@ pub(super) async fn delete_execution(
             .await;
         }
     }
-    if app.sandboxes.store.delete_execution(&id)? {
+    if app.sandboxes.store.delete_execution(&id).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::not_found("execution", &id))

@@ -27,8 +27,8 @@ pub(super) fn routes() -> Router<AppState> {
         )
 }
 
-fn workspace(app: &AppState, id: &str) -> Result<Workspace, ApiError> {
-    Ok(app.sandboxes.live_sandbox(id)?.workspace.clone())
+async fn workspace(app: &AppState, id: &str) -> Result<Workspace, ApiError> {
+    Ok(app.sandboxes.live_sandbox(id).await?.workspace.clone())
 }
 
 fn workspace_error(error: WorkspaceError) -> ApiError {
@@ -67,7 +67,7 @@ pub(super) async fn put_file(
     Path((id, path)): Path<(String, String)>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let workspace = workspace(&app, &id)?;
+    let workspace = workspace(&app, &id).await?;
     let body = body.map_err(body_rejection)?;
     workspace.write(&path, &body).map_err(workspace_error)?;
     let info = workspace
@@ -107,7 +107,10 @@ pub(super) async fn get_file(
     State(app): State<AppState>,
     Path((id, path)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
-    let bytes = workspace(&app, &id)?.read(&path).map_err(workspace_error)?;
+    let bytes = workspace(&app, &id)
+        .await?
+        .read(&path)
+        .map_err(workspace_error)?;
     // The bytes are the sandbox's: a download no browser renders or runs (see `inert`).
     Ok(super::inert::download(&path, bytes))
 }
@@ -127,7 +130,7 @@ pub(super) async fn list_files(
     State(app): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<axum::Json<FileList>, ApiError> {
-    let workspace = workspace(&app, &id)?;
+    let workspace = workspace(&app, &id).await?;
     let (bytes, entries) = workspace.usage();
     let quota = workspace.quota();
     Ok(axum::Json(FileList {
@@ -158,7 +161,8 @@ pub(super) async fn delete_file(
     State(app): State<AppState>,
     Path((id, path)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
-    workspace(&app, &id)?
+    workspace(&app, &id)
+        .await?
         .remove(&path)
         .map_err(workspace_error)?;
     Ok(StatusCode::NO_CONTENT)

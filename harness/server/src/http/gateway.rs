@@ -5,6 +5,7 @@
 //! is `docs/gateway.md`, section "Gateway endpoints".
 
 use std::collections::HashMap;
+use std::convert::Infallible;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -12,7 +13,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use cordon_gateway::{Api, MessagesCall, MessagesReply};
+use cordon_gateway::{Api, LiveStream, MessagesAnswer, MessagesCall, MessagesReply};
 use cordon_protocol::conversation::encode_error;
 use serde_json::{Value, json};
 
@@ -89,7 +90,7 @@ pub(super) async fn responses(state: State<AppState>, headers: HeaderMap, body: 
 }
 
 /// One client request to the gateway, in the shape of `api`.
-async fn gateway_call(
+pub(super) async fn gateway_call(
     State(app): State<AppState>,
     headers: HeaderMap,
     body: Bytes,
@@ -117,8 +118,66 @@ async fn gateway_call(
         .credential(credential(&headers))
         .conversation(header_text(&headers, "x-cordon-conversation-id"))
         .computer(header_text(&headers, "x-cordon-computer"));
-    let reply = mount.gateway.messages(call).await;
-    respond(reply)
+    match mount.gateway.messages_live(call).await {
+        MessagesAnswer::Live(live) => respond_live(live),
+        MessagesAnswer::Whole(reply) => respond(*reply),
+        // A kind of answer this server does not know yet.
+        #[allow(unreachable_patterns, reason = "the enum is non-exhaustive")]
+        _ => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+    }
+}
+
+/// A streamed reply: its head now, its events as the gateway makes them. Events that are
+/// already waiting go out in one write: a burst (a fast upstream, a whole block Cordon
+/// shows) costs one frame, and a lone event is written at once.
+fn respond_live(live: LiveStream) -> Response {
+    let LiveStream { head, events, .. } = live;
+    let stream = futures::stream::unfold(events, |mut events| async move {
+        let first = events.recv().await?;
+        let mut text = String::new();
+        write_event(&mut text, first);
+        while text.len() < 64 * 1024
+            && let Ok(next) = events.try_recv()
+        {
+            write_event(&mut text, next);
+        }
+        Some((Ok::<_, Infallible>(Bytes::from(text)), events))
+    });
+    let mut response = Response::new(Body::from_stream(stream));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    let headers = response.headers_mut();
+    let mut set = |name: &'static str, value: &str| {
+        if let Ok(value) = HeaderValue::from_str(value) {
+            headers.insert(HeaderName::from_static(name), value);
+        }
+    };
+    set("x-cordon-conversation-id", &head.conversation_id);
+    if let Some(computer) = &head.computer {
+        set("x-cordon-computer", computer);
+    }
+    response
+}
+
+/// One event as SSE: Chat chunks have no event name, and its terminator is the bare
+/// `[DONE]`.
+fn write_event(text: &mut String, (name, data): (String, Value)) {
+    if !name.is_empty() {
+        text.push_str("event: ");
+        text.push_str(&name);
+        text.push('\n');
+    }
+    text.push_str("data: ");
+    match data {
+        Value::String(raw) => text.push_str(&raw),
+        other => text.push_str(&other.to_string()),
+    }
+    text.push_str("\n\n");
 }
 
 fn respond(reply: MessagesReply) -> Response {
@@ -204,7 +263,8 @@ pub(super) async fn list_conversations(
     };
     let listed: Vec<Value> = mount
         .store
-        .list_conversations(limit, before)?
+        .list_conversations(limit, before)
+        .await?
         .into_iter()
         .map(|row| {
             json!({
@@ -244,7 +304,7 @@ pub(super) async fn conversation(
     let Some(mount) = app.gateway.clone() else {
         return Err(ApiError::not_found("conversation", &id));
     };
-    let Some(row) = mount.store.conversation(&id)? else {
+    let Some(row) = mount.store.conversation(&id).await? else {
         return Err(ApiError::not_found("conversation", &id));
     };
     let entries: Vec<Value> = row

@@ -93,10 +93,15 @@ impl Computers for GatewayComputers {
         })
     }
 
+    fn current_url<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Option<String>> {
+        Box::pin(async move { self.sessions.info(id).await.ok()?.current_url })
+    }
+
     fn exists<'a>(&'a self, id: &'a str) -> BoxFuture<'a, bool> {
         Box::pin(async move {
             self.sessions
                 .info(id)
+                .await
                 .is_ok_and(|info| serde_json::to_value(&info).is_ok_and(|v| v["state"] == "live"))
         })
     }
@@ -130,8 +135,18 @@ impl Computers for GatewayComputers {
                     }
                 }
                 _ => {
+                    // Cordon's own vocabulary (`{"kind": "navigate", …}`) for what Anthropic's
+                    // computer tool cannot say (a browser toolset's `navigate`).
+                    // A Gemini function call (`{"name", "args"}`): Gemini's computer use.
+                    let format = if input.get("kind").is_some() {
+                        "native"
+                    } else if input.get("name").is_some() && input.get("args").is_some() {
+                        "gemini"
+                    } else {
+                        "anthropic"
+                    };
                     let body: ComputerActions =
-                        serde_json::from_value(json!({"format": "anthropic", "actions": [input]}))
+                        serde_json::from_value(json!({"format": format, "actions": [input]}))
                             .map_err(|e| e.to_string())?;
                     self.sessions.act(id, body).await.map_err(|e| e.message)?
                 }

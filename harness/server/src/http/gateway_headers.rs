@@ -14,9 +14,11 @@ pub(super) fn header_text(headers: &HeaderMap, name: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// The client's credential: `x-api-key`, else the token of `Authorization: Bearer`.
+/// The client's credential: `x-api-key`, else Gemini's `x-goog-api-key`, else the token
+/// of `Authorization: Bearer`.
 pub(super) fn credential(headers: &HeaderMap) -> Option<Credential> {
     header_text(headers, "x-api-key")
+        .or_else(|| header_text(headers, "x-goog-api-key"))
         .or_else(|| {
             header_text(headers, "authorization")
                 .and_then(|v| v.strip_prefix("Bearer ").map(str::to_owned))

@@ -65,6 +65,7 @@ pub(crate) fn spawn_retention(mount: &Arc<Mount>, retain: Duration) {
         if let Err(error) = mount
             .store
             .purge_conversations(now.saturating_sub(retain_ms))
+            .await
         {
             eprintln!("cordon serve: deleting old conversations failed: {error}");
         }
@@ -72,19 +73,24 @@ pub(crate) fn spawn_retention(mount: &Arc<Mount>, retain: Duration) {
         if let Err(error) = mount
             .store
             .purge_sessions(now.saturating_sub(session_ttl_ms))
+            .await
         {
             eprintln!("cordon serve: deleting expired sessions failed: {error}");
         }
     });
 }
 
-/// Records conversations in the store; a failing write is reported, never fatal.
+/// Records conversations in the store; a failing write is reported, never fatal. The
+/// gateway's `Recorder` is synchronous: each call waits for the store ([`Store::wait`]).
 #[derive(Debug)]
 struct StoreRecorder(Arc<Store>);
 
 impl Recorder for StoreRecorder {
     fn begin(&self, conversation: &str, upstream: &str) {
-        if let Err(error) = self.0.begin_conversation(conversation, upstream) {
+        if let Err(error) = self
+            .0
+            .wait(self.0.begin_conversation(conversation, upstream))
+        {
             eprintln!("cordon serve: recording conversation {conversation}: {error}");
         }
     }
@@ -97,22 +103,27 @@ impl Recorder for StoreRecorder {
             duration_ms: entry.duration_ms,
             data: &entry.data,
         };
-        if let Err(error) = self.0.append_conversation_entry(conversation, &row) {
+        if let Err(error) = self
+            .0
+            .wait(self.0.append_conversation_entry(conversation, &row))
+        {
             eprintln!("cordon serve: recording conversation {conversation}: {error}");
         }
     }
 
     fn knows(&self, conversation: &str) -> bool {
-        self.0.conversation_exists(conversation).unwrap_or(false)
+        self.0
+            .wait(self.0.conversation_exists(conversation))
+            .unwrap_or(false)
     }
 
     fn keep_response(&self, id: &str, parent: Option<&str>, items: &Value) {
-        if let Err(error) = self.0.keep_response(id, parent, items) {
+        if let Err(error) = self.0.wait(self.0.keep_response(id, parent, items)) {
             eprintln!("cordon serve: keeping response {id}: {error}");
         }
     }
 
     fn response(&self, id: &str) -> Option<(Option<String>, Value)> {
-        self.0.response(id).ok().flatten()
+        self.0.wait(self.0.response(id)).ok().flatten()
     }
 }

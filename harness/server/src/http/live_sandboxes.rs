@@ -105,11 +105,11 @@ impl LiveSandboxes {
     /// Expires idle sandboxes every few seconds, for as long as `self` lives.
     pub(crate) fn spawn_reaper(self: &Arc<Self>) {
         spawn_periodic(self, REAP_EVERY, |sandboxes| async move {
-            sandboxes.reap(now_ms())
+            sandboxes.reap(now_ms()).await
         });
     }
 
-    fn reap(&self, now: u64) {
+    async fn reap(&self, now: u64) {
         let expired: Vec<String> = {
             let mut live = self.live();
             let ids: Vec<String> = live
@@ -127,14 +127,18 @@ impl LiveSandboxes {
             ids
         };
         for id in expired {
-            if let Err(error) = self.store.end_sandbox(&id, "expired", "unused for its ttl") {
+            if let Err(error) = self
+                .store
+                .end_sandbox(&id, "expired", "unused for its ttl")
+                .await
+            {
                 eprintln!("cordon serve: could not record that sandbox {id} expired: {error}");
             }
         }
     }
 
     /// Creates a sandbox; returns its id and expiry (Unix ms).
-    pub(crate) fn create_sandbox(
+    pub(crate) async fn create_sandbox(
         &self,
         language: Language,
         tools: Vec<ToolDeclaration>,
@@ -184,18 +188,20 @@ impl LiveSandboxes {
                     .workspace(workspace.clone()),
             )
         });
-        self.store.insert_sandbox(&SandboxRow {
-            id: id.clone(),
-            language,
-            tools,
-            limits,
-            stateful,
-            ttl_ms,
-            created_ms: now,
-            expires_ms,
-            state: "live".to_owned(),
-            reason: None,
-        })?;
+        self.store
+            .insert_sandbox(&SandboxRow {
+                id: id.clone(),
+                language,
+                tools,
+                limits,
+                stateful,
+                ttl_ms,
+                created_ms: now,
+                expires_ms,
+                state: "live".to_owned(),
+                reason: None,
+            })
+            .await?;
         let sandbox = Arc::new(LiveSandbox {
             id: id.clone(),
             language,
@@ -218,11 +224,11 @@ impl LiveSandboxes {
     }
 
     /// The live sandbox, or the error that says why there is none.
-    pub(crate) fn live_sandbox(&self, id: &str) -> Result<Arc<LiveSandbox>, ApiError> {
+    pub(crate) async fn live_sandbox(&self, id: &str) -> Result<Arc<LiveSandbox>, ApiError> {
         if let Some(sandbox) = self.live().sandboxes.get(id) {
             return Ok(sandbox.clone());
         }
-        match self.store.sandbox(id)? {
+        match self.store.sandbox(id).await? {
             Some(row) if row.state == "expired" => Err(ApiError::gone(
                 "sandbox_expired",
                 format!(
@@ -244,7 +250,7 @@ impl LiveSandboxes {
 
     /// Deletes a sandbox: cancels its running executions, frees its instance. Their
     /// histories stay readable.
-    pub(crate) fn delete_sandbox(&self, id: &str) -> Result<(), ApiError> {
+    pub(crate) async fn delete_sandbox(&self, id: &str) -> Result<(), ApiError> {
         let (removed, executions) = {
             let mut live = self.live();
             let removed = live.sandboxes.remove(id);
@@ -258,7 +264,7 @@ impl LiveSandboxes {
         };
         if removed.is_none() {
             // Deleting an expired sandbox is fine; an unknown or deleted one is not found.
-            match self.store.sandbox(id)? {
+            match self.store.sandbox(id).await? {
                 Some(row) if row.state == "expired" => {}
                 _ => return Err(ApiError::not_found("sandbox", id)),
             }
@@ -267,21 +273,22 @@ impl LiveSandboxes {
             control.cancel();
         }
         // Expired rows become deleted too, so a later GET says not found.
-        self.store.mark_sandbox_deleted(id)?;
+        self.store.mark_sandbox_deleted(id).await?;
         Ok(())
     }
 
     /// Starts an execution in a live sandbox; returns its id once its row exists and its
     /// events are being persisted.
-    pub(crate) fn start_execution(
+    pub(crate) async fn start_execution(
         self: &Arc<Self>,
         sandbox_id: &str,
         code: String,
     ) -> Result<String, ApiError> {
-        let sandbox = self.live_sandbox(sandbox_id)?;
+        let sandbox = self.live_sandbox(sandbox_id).await?;
         let id = fresh_id("exec");
         self.store
-            .insert_execution(&id, sandbox_id, sandbox.language, &code)?;
+            .insert_execution(&id, sandbox_id, sandbox.language, &code)
+            .await?;
         let execution = match &sandbox.session {
             Some(session) => session.execute_with_id(code, Some(id.clone())),
             None => self.sandbox.execute(
@@ -311,7 +318,10 @@ impl LiveSandboxes {
             let mut seq = 0;
             let mut completed = false;
             while let Some(event) = events.recv().await {
-                if sandboxes.persist(&execution_id, &live, &control, seq + 1, &event) {
+                if sandboxes
+                    .persist(&execution_id, &live, &control, seq + 1, &event)
+                    .await
+                {
                     seq += 1;
                     if matches!(event, ExecutionEvent::Completed(_)) {
                         completed = true;
@@ -323,7 +333,9 @@ impl LiveSandboxes {
                 // The event stream ended without a stored `execution.completed`: log the
                 // result so readers still see an end.
                 let event = ExecutionEvent::Completed(result.await);
-                sandboxes.persist(&execution_id, &live, &control, seq + 1, &event);
+                sandboxes
+                    .persist(&execution_id, &live, &control, seq + 1, &event)
+                    .await;
             }
             sandboxes.finish_execution(&execution_id, &sandbox);
         });
@@ -331,7 +343,7 @@ impl LiveSandboxes {
     }
 
     /// Writes one event, then tells readers. Returns whether it was stored.
-    fn persist(
+    async fn persist(
         &self,
         execution_id: &str,
         live: &LiveExecution,
@@ -345,7 +357,7 @@ impl LiveSandboxes {
                 .approvals
                 .insert(approval_id.clone(), execution_id.to_owned());
         }
-        if let Err(error) = self.store.append_event(execution_id, seq, event) {
+        if let Err(error) = self.store.append_event(execution_id, seq, event).await {
             // An event that cannot be stored cannot be shown: stop the execution rather
             // than let clients see a log with a hole in it.
             eprintln!("cordon serve: could not store event {seq} of {execution_id}: {error}");
@@ -389,7 +401,7 @@ impl LiveSandboxes {
     ) -> Result<String, ApiError> {
         let execution_id = self.live().approvals.get(approval_id).cloned();
         let Some(execution_id) = execution_id else {
-            return Err(match self.store.approval(approval_id)? {
+            return Err(match self.store.approval(approval_id).await? {
                 Some(row) if row.status == "pending" || row.status == "expired" => {
                     ApiError::conflict(
                         "approval_expired",
@@ -426,7 +438,7 @@ impl LiveSandboxes {
                     tokio::time::sleep(Duration::from_millis(5)).await;
                 }
                 Err(_) => {
-                    return Err(match self.store.approval(approval_id)? {
+                    return Err(match self.store.approval(approval_id).await? {
                         Some(row) if row.status != "pending" => ApiError::conflict(
                             "approval_decided",
                             format!(
@@ -448,7 +460,7 @@ impl LiveSandboxes {
             Decision::Approve => "approved",
             Decision::Deny => "denied",
         };
-        self.store.decide_approval(approval_id, status)?;
+        self.store.decide_approval(approval_id, status).await?;
         self.live().approvals.remove(approval_id);
         Ok(execution_id)
     }

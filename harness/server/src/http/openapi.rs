@@ -4,7 +4,10 @@
 use axum::Json;
 use utoipa::OpenApi;
 
-use super::{approvals, computers, envs, executions, files, gateway, health, sandboxes, session};
+use super::{
+    approvals, computers, envs, executions, files, gateway, gateway_gemini, health, sandboxes,
+    session,
+};
 use crate::api::{
     ComputerApproval, ComputerState, ComputerStep, ErrorBody, LoggedEvent, ScreenshotBody,
     ScreenshotRef, SizeBody, StepStatus, TrajectoryStep,
@@ -29,6 +32,7 @@ use cordon_protocol::execution::ExecutionEvent;
         computers::delete_computer, computers::computer_actions,
         computers::computer_trajectory, computers::computer_screenshot, files::put_file, files::get_file, files::list_files,
         files::delete_file, gateway::messages, gateway::chat_completions, gateway::responses,
+        gateway_gemini::generate_content, gateway_gemini::generate_content_v1,
         gateway::list_conversations, gateway::conversation, session::create,
         session::continue_session, session::history, session::remove, envs::create_env,
         envs::list_tasks, envs::get_env, envs::reset_env, envs::step_env, envs::evaluate_env,
@@ -80,6 +84,7 @@ mod tests {
             include_str!("approvals.rs"),
             include_str!("computers.rs"),
             include_str!("gateway.rs"),
+            include_str!("gateway_gemini.rs"),
             include_str!("session.rs"),
             include_str!("files.rs"),
             include_str!("envs.rs"),

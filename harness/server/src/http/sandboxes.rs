@@ -62,9 +62,10 @@ pub(super) async fn create_sandbox(
     if !app.host_tools {
         refuse_host_tools(&body.tools)?;
     }
-    let (id, expires_ms) =
-        app.sandboxes
-            .create_sandbox(body.language, body.tools, body.limits, body.stateful, ttl)?;
+    let (id, expires_ms) = app
+        .sandboxes
+        .create_sandbox(body.language, body.tools, body.limits, body.stateful, ttl)
+        .await?;
     let location = format!("/v1/sandboxes/{id}");
     let body = SandboxCreated {
         id,
@@ -115,7 +116,7 @@ pub(super) async fn get_sandbox(
     State(app): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<SandboxInfo>, ApiError> {
-    let row = match app.sandboxes.store.sandbox(&id)? {
+    let row = match app.sandboxes.store.sandbox(&id).await? {
         Some(row) if row.state != "deleted" => row,
         _ => return Err(ApiError::not_found("sandbox", &id)),
     };
@@ -146,6 +147,6 @@ pub(super) async fn delete_sandbox(
     State(app): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    app.sandboxes.delete_sandbox(&id)?;
+    app.sandboxes.delete_sandbox(&id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -22,7 +22,9 @@ use super::health::health;
 use super::live_sandboxes::LiveSandboxes;
 use super::openapi::openapi;
 use super::options::HttpOptions;
-use super::{approvals, computers, executions, files, gateway, inert, sandboxes, session};
+use super::{
+    approvals, computers, executions, files, gateway, gateway_gemini, inert, sandboxes, session,
+};
 use crate::computer_pool::ComputerPool;
 use crate::guard::{HostGuard, guard_requests};
 use crate::periodic::spawn_periodic;
@@ -73,11 +75,15 @@ impl HttpApi {
     /// marked `expired` first (see [`Store::recover`]), and a Chromium that server left
     /// running is stopped. Must be called within a tokio runtime (it starts the tasks that
     /// expire idle sandboxes and computer sessions, and the retention sweep).
-    pub fn new(sandbox: Sandbox, store: Store, options: HttpOptions) -> Result<Self, StoreError> {
+    pub async fn new(
+        sandbox: Sandbox,
+        store: Store,
+        options: HttpOptions,
+    ) -> Result<Self, StoreError> {
         let expired_on_start = store.recover(
             "the server stopped before this execution ended (its process exited or was killed); \
              run it again",
-        )?;
+        ).await?;
         let store = Arc::new(store);
         let (gateway_sandbox, gateway_store) = (sandbox.clone(), store.clone());
         let capacity = Capacity {
@@ -101,7 +107,7 @@ impl HttpApi {
             trajectories,
             options.max_computers,
         );
-        computers.reap_orphans()?;
+        computers.reap_orphans().await?;
         computers.spawn_reaper();
         let gateway = options.gateway.clone().map(|setup| {
             Arc::new(Mount::new(
@@ -162,6 +168,7 @@ impl HttpApi {
             .merge(approvals::routes())
             .merge(computers::routes())
             .merge(gateway::routes())
+            .merge(gateway_gemini::routes())
             .merge(session::routes())
             .merge(files::routes())
             .merge(envs::routes())
@@ -206,7 +213,7 @@ fn spawn_retention(computers: &Arc<ComputerSessions>, retain: Duration) {
     let retain_ms = u64::try_from(retain.as_millis()).unwrap_or(u64::MAX);
     spawn_periodic(computers, every, move |sessions| async move {
         let cutoff = cordon_core::clock::now_ms().saturating_sub(retain_ms);
-        if let Err(error) = sessions.purge(cutoff) {
+        if let Err(error) = sessions.purge(cutoff).await {
             eprintln!("cordon serve: deleting old histories failed: {error}");
         }
     });

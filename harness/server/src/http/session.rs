@@ -63,13 +63,13 @@ fn json_body(body: &[u8]) -> Result<Value, ApiError> {
 }
 
 /// A session's state from the store: 404 when unknown, 410 when idle past its time.
-fn load(mount: &Mount, id: &str) -> Result<SessionState, ApiError> {
-    let Some((text, updated_ms)) = mount.store.load_session(id)? else {
+async fn load(mount: &Mount, id: &str) -> Result<SessionState, ApiError> {
+    let Some((text, updated_ms)) = mount.store.load_session(id).await? else {
         return Err(ApiError::not_found("session", id));
     };
     let ttl_ms = u64::try_from(mount.sessions.ttl.as_millis()).unwrap_or(u64::MAX);
     if cordon_core::clock::now_ms().saturating_sub(updated_ms) > ttl_ms {
-        let _ = mount.store.delete_session(id);
+        let _ = mount.store.delete_session(id).await;
         return Err(ApiError::gone(
             "session_expired",
             format!(
@@ -86,7 +86,7 @@ fn load(mount: &Mount, id: &str) -> Result<SessionState, ApiError> {
     })
 }
 
-fn save(mount: &Mount, state: &SessionState) {
+async fn save(mount: &Mount, state: &SessionState) {
     let text = match serde_json::to_string(state) {
         Ok(text) => text,
         Err(error) => {
@@ -94,7 +94,7 @@ fn save(mount: &Mount, state: &SessionState) {
             return;
         }
     };
-    if let Err(error) = mount.store.save_session(&state.id, &text) {
+    if let Err(error) = mount.store.save_session(&state.id, &text).await {
         eprintln!("cordon serve: saving session {}: {error}", state.id);
     }
 }
@@ -119,7 +119,7 @@ pub(super) async fn create(
     let body = json_body(&body)?;
     let (state, input) = SessionState::create(&body, mount.sessions.default_model.as_deref())
         .map_err(|e| session_error(&e))?;
-    save(&mount, &state);
+    save(&mount, &state).await;
     mount.sessions.claim(&state.id);
     Ok(turn(mount, state, input, credential(&headers)))
 }
@@ -152,7 +152,7 @@ pub(super) async fn continue_session(
             format!("session `{id}` is running a turn; wait for its turn_stop"),
         ));
     }
-    let state = load(&mount, &id).and_then(|state| {
+    let state = load(&mount, &id).await.and_then(|state| {
         state.check(&input).map_err(|e| session_error(&e))?;
         Ok(state)
     });
@@ -181,7 +181,7 @@ fn turn(
             .gateway
             .session_turn(&mut state, input, credential, &events)
             .await;
-        save(&mount, &state);
+        save(&mount, &state).await;
         mount.sessions.release(&state.id);
     });
     let stream = futures::stream::unfold(receiver, |mut receiver| async move {
@@ -217,7 +217,7 @@ pub(super) async fn history(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let mount = mount(&app)?;
-    let state = load(&mount, &id)?;
+    let state = load(&mount, &id).await?;
     let mut body = state.to_json();
     body["running"] = json!(
         mount
@@ -245,7 +245,7 @@ pub(super) async fn remove(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let mount = mount(&app)?;
-    if mount.store.delete_session(&id)? {
+    if mount.store.delete_session(&id).await? {
         Ok(StatusCode::NO_CONTENT.into_response())
     } else {
         Err(ApiError::not_found("session", &id))

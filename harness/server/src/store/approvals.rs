@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::columns::{row_tuple, to_i64};
 use super::error::Result;
-use super::handle::{Store, lock};
+use super::handle::{SqliteStore, lock};
 
 /// An approval as stored.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,7 +27,7 @@ pub struct ApprovalRow {
     pub status: String,
 }
 
-impl Store {
+impl SqliteStore {
     /// An approval by id.
     pub fn approval(&self, id: &str) -> Result<Option<ApprovalRow>> {
         let conn = lock(&self.conn);

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::columns::{row_tuple, to_i64, to_u64};
 use super::error::Result;
-use super::handle::{Store, lock};
+use super::handle::{SqliteStore, lock};
 
 /// A computer session as stored.
 #[derive(Debug, Clone, PartialEq)]
@@ -59,7 +59,7 @@ pub struct ComputerStepRow {
     pub resolves: Option<(String, String)>,
 }
 
-/// The columns [`Store::computer`] reads, in the order of its `SELECT`.
+/// The columns [`SqliteStore::computer`] reads, in the order of its `SELECT`.
 type ComputerColumns = (
     String,
     String,
@@ -75,7 +75,7 @@ type ComputerColumns = (
     Option<String>,
 );
 
-impl Store {
+impl SqliteStore {
     /// Records a new computer session as `live`.
     pub fn insert_computer(&self, row: &ComputerRow) -> Result<()> {
         lock(&self.conn).execute(
@@ -318,7 +318,7 @@ mod tests {
 
     #[test]
     fn a_spent_computer_approval_expires_and_the_session_stops_showing_it() {
-        let store = Store::in_memory().unwrap();
+        let store = SqliteStore::in_memory().unwrap();
         store.insert_computer(&computer("cmp_1")).unwrap();
         store
             .append_computer_step("cmp_1", &step(1, Some("appr_1"), None))

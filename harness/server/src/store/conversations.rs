@@ -11,7 +11,7 @@ use cordon_core::clock::now_ms;
 
 use super::columns::{row_tuple, to_i64, to_u64};
 use super::error::Result;
-use super::handle::{Store, lock};
+use super::handle::{SqliteStore, lock};
 
 /// One stored conversation entry.
 #[derive(Debug, Clone, PartialEq)]
@@ -62,7 +62,7 @@ pub struct NewConversationEntry<'a> {
     pub data: &'a Value,
 }
 
-/// The columns of a conversation entry [`Store::conversation`] reads, in the order of its
+/// The columns of a conversation entry [`SqliteStore::conversation`] reads, in the order of its
 /// `SELECT`.
 type EntryColumns = (
     i64,
@@ -74,7 +74,7 @@ type EntryColumns = (
     i64,
 );
 
-impl Store {
+impl SqliteStore {
     /// Creates the conversation unless it exists.
     pub fn begin_conversation(&self, id: &str, upstream: &str) -> Result<()> {
         let now = to_i64(now_ms());
@@ -292,7 +292,7 @@ mod tests {
 
     #[test]
     fn entries_append_in_order_and_conversations_list_newest_first() {
-        let store = Store::in_memory().unwrap();
+        let store = SqliteStore::in_memory().unwrap();
         store
             .begin_conversation("conv_1", "anthropic=http://x")
             .unwrap();

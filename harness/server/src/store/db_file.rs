@@ -60,7 +60,7 @@ pub(super) fn make_private(path: &Path, create: bool) -> Result<()> {
 mod tests {
     #![allow(clippy::unwrap_used, reason = "tests")]
     use super::*;
-    use crate::store::handle::Store;
+    use crate::store::handle::SqliteStore;
     use crate::store::test_rows::computer;
     use pretty_assertions::assert_eq;
 
@@ -72,7 +72,7 @@ mod tests {
     fn the_database_and_its_wal_files_are_private() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("state").join("cordon.db");
-        let store = Store::open(&path).unwrap();
+        let store = SqliteStore::open(&path).unwrap();
         store.insert_computer(&computer("cmp_a")).unwrap();
         assert_eq!(
             mode(path.parent().unwrap()),
@@ -91,7 +91,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
         let path = dir.path().join("cordon.db");
-        drop(Store::open(&path).unwrap());
+        drop(SqliteStore::open(&path).unwrap());
         let paths = [
             path.clone(),
             companions(&path)[0].clone(),
@@ -103,7 +103,7 @@ mod tests {
             }
             std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o644)).unwrap();
         }
-        let store = Store::open(&path).unwrap();
+        let store = SqliteStore::open(&path).unwrap();
         store.insert_computer(&computer("cmp_b")).unwrap();
         for file in &paths {
             assert_eq!(mode(file), 0o600, "{}", file.display());
@@ -112,7 +112,7 @@ mod tests {
         // Owner bits are never added.
         drop(store);
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o400)).unwrap();
-        let _ = Store::open(&path);
+        let _ = SqliteStore::open(&path);
         assert_eq!(mode(&path), 0o400);
     }
 }

@@ -6,7 +6,7 @@ use rusqlite::{TransactionBehavior, params};
 
 use super::columns::{to_i64, to_u64};
 use super::error::Result;
-use super::handle::{Store, lock};
+use super::handle::{SqliteStore, lock};
 
 /// One logged event.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,7 +33,7 @@ pub fn event_type(event: &ExecutionEvent) -> &'static str {
     }
 }
 
-impl Store {
+impl SqliteStore {
     /// Appends one event at `seq`. An `approval.required` also records the approval; an
     /// `execution.completed` also stores the result, ends the execution and expires its
     /// undecided approvals — all in one transaction with the event.

@@ -6,7 +6,7 @@ use rusqlite::{OptionalExtension, TransactionBehavior, params};
 
 use super::columns::{language_from, row_tuple, to_i64, to_u64};
 use super::error::Result;
-use super::handle::{Store, lock};
+use super::handle::{SqliteStore, lock};
 
 /// Status of an execution that has not ended, as stored.
 pub const RUNNING: &str = "running";
@@ -31,7 +31,7 @@ pub struct ExecutionRow {
     pub result: Option<ExecutionResult>,
 }
 
-/// The columns [`Store::execution`] reads, in the order of its `SELECT`.
+/// The columns [`SqliteStore::execution`] reads, in the order of its `SELECT`.
 type ExecutionColumns = (
     String,
     String,
@@ -42,7 +42,7 @@ type ExecutionColumns = (
     Option<String>,
 );
 
-impl Store {
+impl SqliteStore {
     /// Records a new execution as `running`.
     pub fn insert_execution(
         &self,

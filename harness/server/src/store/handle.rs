@@ -1,15 +1,15 @@
-//! The `Store` handle (one SQLite connection behind a mutex) and taking its lock; each
+//! The SQLite backend's handle (one connection behind a mutex) and taking its lock; each
 //! table group's file adds its queries to it.
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use rusqlite::Connection;
 
-/// The store: one SQLite connection behind a mutex. Every call is a few indexed row
+/// The SQLite store: one connection behind a mutex. Every call is a few indexed row
 /// operations (tens of microseconds), so callers run them inline on async tasks rather
 /// than paying a thread hop each time.
 #[derive(Debug)]
-pub struct Store {
+pub struct SqliteStore {
     pub(super) conn: Mutex<Connection>,
 }
 

@@ -3,9 +3,9 @@
 use rusqlite::{OptionalExtension, params};
 
 use super::error::Result;
-use super::handle::{Store, lock};
+use super::handle::{SqliteStore, lock};
 
-impl Store {
+impl SqliteStore {
     /// A value of the `meta` table.
     pub fn meta(&self, key: &str) -> Result<Option<String>> {
         Ok(lock(&self.conn)

@@ -5,9 +5,9 @@ use rusqlite::{TransactionBehavior, params};
 
 use super::columns::to_i64;
 use super::error::Result;
-use super::handle::{Store, lock};
+use super::handle::{SqliteStore, lock};
 
-/// What [`Store::purge`] deleted.
+/// What [`SqliteStore::purge`] deleted.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Purged {
     /// Executions (with their events and approvals).
@@ -20,7 +20,7 @@ pub struct Purged {
     pub trajectories: Vec<String>,
 }
 
-impl Store {
+impl SqliteStore {
     /// Deletes what ended before `cutoff_ms` (Unix ms): finished executions with their
     /// events and approvals, sandboxes that are no longer live, and computer sessions that
     /// are over with their steps and approvals. Running executions and live sandboxes and
@@ -90,7 +90,7 @@ mod tests {
 
     #[test]
     fn purge_deletes_what_ended_before_the_cutoff_and_nothing_live() {
-        let store = Store::in_memory().unwrap();
+        let store = SqliteStore::in_memory().unwrap();
         for id in ["exec_old", "exec_running"] {
             store
                 .insert_execution(id, "sbx_1", Language::PythonLite, "1")

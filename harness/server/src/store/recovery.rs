@@ -13,14 +13,14 @@ use super::columns::to_i64;
 use super::error::Result;
 use super::events::event_type;
 use super::executions::RUNNING;
-use super::handle::{Store, lock};
+use super::handle::{SqliteStore, lock};
 
 /// Why computer sessions that were open when the server stopped are over.
 pub const COMPUTER_RESTART_REASON: &str = "the server stopped while this computer session was \
     open (its process exited or was killed), and its browser went with it; open a new one \
     (POST /v1/computers). Its trajectory stays readable";
 
-impl Store {
+impl SqliteStore {
     /// Marks everything that was live when the previous process stopped as over: running
     /// executions end `expired` (with a final `execution.completed` event built from
     /// their log, so streams and readers see an end), pending approvals expire, live
@@ -173,7 +173,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("cordon.db");
         {
-            let store = Store::open(&path).unwrap();
+            let store = SqliteStore::open(&path).unwrap();
             store
                 .insert_execution("exec_1", "sbx_1", Language::PythonLite, "print(1)")
                 .unwrap();
@@ -183,7 +183,7 @@ mod tests {
             };
             store.append_event("exec_1", 1, &delta).unwrap();
         }
-        let store = Store::open(&path).unwrap();
+        let store = SqliteStore::open(&path).unwrap();
         assert_eq!(store.recover("the server restarted").unwrap(), 1);
         let row = store.execution("exec_1").unwrap().unwrap();
         assert_eq!(row.status, "expired");
@@ -201,7 +201,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("cordon.db");
         {
-            let store = Store::open(&path).unwrap();
+            let store = SqliteStore::open(&path).unwrap();
             store.insert_computer(&computer("cmp_1")).unwrap();
             store
                 .append_computer_step("cmp_1", &step(1, None, None))
@@ -217,7 +217,7 @@ mod tests {
                 "pending"
             );
         }
-        let store = Store::open(&path).unwrap();
+        let store = SqliteStore::open(&path).unwrap();
         store.recover("restarted").unwrap();
         let row = store.computer("cmp_1").unwrap().unwrap();
         assert_eq!(row.state, "expired");

@@ -6,7 +6,7 @@ use rusqlite::{OptionalExtension, params};
 
 use super::columns::{language_from, row_tuple, to_i64, to_u64};
 use super::error::Result;
-use super::handle::{Store, lock};
+use super::handle::{SqliteStore, lock};
 
 /// A sandbox as stored.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,7 +33,7 @@ pub struct SandboxRow {
     pub reason: Option<String>,
 }
 
-impl Store {
+impl SqliteStore {
     /// Records a new sandbox.
     pub fn insert_sandbox(&self, row: &SandboxRow) -> Result<()> {
         lock(&self.conn).execute(

@@ -1,6 +1,16 @@
-//! The SQLite tables of every table group, and the schema version written to `meta`.
+//! The SQLite tables of every table group as numbered migrations, and the schema version
+//! written to `meta`.
 
-/// Schema version written to `meta`; bump with a migration when the tables change.
+/// The SQLite migrations in order: (version, statements). Each is recorded in
+/// `schema_migrations` once applied. These three predate that table and create their
+/// tables `IF NOT EXISTS`, so a file written before it was kept gets them again harmlessly;
+/// a later migration may alter tables and need not be repeatable. Add one (never edit one
+/// that shipped) when the tables change.
+pub(super) const SQLITE_MIGRATIONS: &[(i64, &str)] =
+    &[(1, SCHEMA), (2, CONVERSATIONS_SCHEMA), (3, SESSIONS_SCHEMA)];
+
+/// The newest SQLite migration, also written to `meta` (`schema`), where builds from before
+/// `schema_migrations` look for it.
 pub(super) const SCHEMA_VERSION: i64 = 3;
 
 /// The tables of sandboxes, executions (their events and approvals) and computer sessions

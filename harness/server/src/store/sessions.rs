@@ -7,9 +7,9 @@ use cordon_core::clock::now_ms;
 
 use super::columns::{to_i64, to_u64};
 use super::error::Result;
-use super::handle::{Store, lock};
+use super::handle::{SqliteStore, lock};
 
-impl Store {
+impl SqliteStore {
     /// Writes a session's state (creating the row the first time).
     pub fn save_session(&self, id: &str, state: &str) -> Result<()> {
         let now = to_i64(now_ms());
@@ -54,7 +54,7 @@ mod tests {
 
     #[test]
     fn sessions_are_saved_replaced_loaded_and_purged() {
-        let store = Store::in_memory().unwrap();
+        let store = SqliteStore::in_memory().unwrap();
         assert_eq!(store.load_session("sess_1").unwrap(), None);
         store.save_session("sess_1", "{\"a\":1}").unwrap();
         store.save_session("sess_1", "{\"a\":2}").unwrap();

@@ -5,10 +5,11 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
+use super::delta::{BlockKind, Delta, arguments_text};
 use super::event::{Accumulator, Event, Progress, Result, event, upstream_error};
 use super::limits::{Budget, StreamLimits};
 use crate::conversation::json::obj;
-use crate::conversation::{ConversionError, Turn, anthropic};
+use crate::conversation::{ConversionError, ToolCaller, Turn, Vendor, anthropic};
 
 /// Anthropic Messages stream events for a turn.
 pub fn anthropic_events(turn: &Turn) -> Vec<Event> {
@@ -79,11 +80,19 @@ pub struct AnthropicAccumulator {
     /// Blocks by index: a map, since the upstream picks the indices (each below the limit).
     blocks: BTreeMap<usize, Block>,
     budget: Budget,
+    /// `message_start` arrived (deltas begin with one `TurnStart`).
+    started: bool,
+    /// Blocks started so far: the next block's canonical index.
+    next_index: usize,
 }
 
 /// One content block as it streams in.
 #[derive(Debug)]
 struct Block {
+    /// Its canonical index (start order), which the deltas carry.
+    canonical: usize,
+    /// Argument pieces went out as deltas (else the stop sends the whole input as one).
+    sent_arguments: bool,
     value: Map<String, Value>,
     /// The partial JSON of a tool input, kept as text until the block stops.
     partial: String,
@@ -111,6 +120,65 @@ impl AnthropicAccumulator {
     }
 }
 
+/// What a `content_block_start`'s block is, for its `BlockStart`.
+fn start_kind(block: &Map<String, Value>) -> Result<BlockKind> {
+    let text = |key: &str| {
+        block
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    Ok(match block.get("type").and_then(Value::as_str) {
+        Some("text") => BlockKind::Text,
+        Some("thinking") => BlockKind::Thinking {
+            vendor: Vendor::Anthropic,
+        },
+        Some("tool_use") => BlockKind::ToolCall {
+            id: text("id"),
+            name: text("name"),
+            caller: block.get("caller").map(|c| ToolCaller {
+                kind: c["type"].as_str().unwrap_or_default().to_owned(),
+                tool_id: c["tool_id"].as_str().map(str::to_owned),
+            }),
+        },
+        Some("server_tool_use") => BlockKind::ServerToolCall {
+            id: text("id"),
+            name: text("name"),
+        },
+        _ => BlockKind::Whole(one_block(block)?),
+    })
+}
+
+/// A block's content decoded alone, as the whole turn's decode has it.
+fn one_block(block: &Map<String, Value>) -> Result<crate::conversation::ContentBlock> {
+    anthropic::decode_blocks(&[Value::Object(block.clone())])?
+        .pop()
+        .ok_or_else(|| ConversionError::field("content_block"))
+}
+
+/// The deltas a stopped block ends with: its text or arguments when the start carried
+/// them and no delta did (so the pieces always join to the whole), then its `BlockStop`.
+fn stop_deltas(block: &Block) -> Result<Vec<Delta>> {
+    let index = block.canonical;
+    let complete = one_block(&block.value)?;
+    let mut deltas = Vec::with_capacity(2);
+    if let Some(kind) = block.value.get("type").and_then(Value::as_str)
+        && matches!(kind, "tool_use" | "server_tool_use")
+        && !block.sent_arguments
+    {
+        deltas.push(Delta::ToolArguments {
+            index,
+            json: arguments_text(block.value.get("input").unwrap_or(&Value::Null)),
+        });
+    }
+    deltas.push(Delta::BlockStop {
+        index,
+        block: complete,
+    });
+    Ok(deltas)
+}
+
 /// Appends to a block's text in place: rebuilding it on every delta made a long text
 /// quadratic in its number of pieces.
 fn append(block: &mut Map<String, Value>, key: &str, more: Option<&Value>) {
@@ -125,9 +193,35 @@ fn append(block: &mut Map<String, Value>, key: &str, more: Option<&Value>) {
 
 impl Accumulator for AnthropicAccumulator {
     fn push(&mut self, event: &str, data: &Value) -> Result<Progress> {
+        self.push_deltas(event, data, &mut Vec::new())
+    }
+
+    fn push_deltas(
+        &mut self,
+        event: &str,
+        data: &Value,
+        deltas: &mut Vec<Delta>,
+    ) -> Result<Progress> {
         self.budget.charge(data)?;
         match event {
-            "message_start" => self.message = obj(data.get("message").cloned().unwrap_or_default()),
+            "message_start" => {
+                self.message = obj(data.get("message").cloned().unwrap_or_default());
+                if !self.started {
+                    self.started = true;
+                    let text = |key: &str| {
+                        self.message
+                            .get(key)
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_owned()
+                    };
+                    deltas.push(Delta::TurnStart {
+                        id: text("id"),
+                        model: text("model"),
+                        origin: Some(Vendor::Anthropic),
+                    });
+                }
+            }
             "content_block_start" => {
                 let Some(Value::Object(block)) = data.get("content_block") else {
                     return Err(ConversionError::field("content_block"));
@@ -136,7 +230,36 @@ impl Accumulator for AnthropicAccumulator {
                     .budget
                     .index(data.get("index"), "content_block_start.index")?
                     .ok_or_else(|| ConversionError::field("index"))?;
+                // A second start of one index replaces the block: it keeps its number.
+                let canonical = match self.blocks.get(&i) {
+                    Some(old) => old.canonical,
+                    None => {
+                        self.next_index += 1;
+                        self.next_index - 1
+                    }
+                };
+                deltas.push(Delta::BlockStart {
+                    index: canonical,
+                    kind: start_kind(block)?,
+                });
+                // Text a start carries (real streams start empty) is a first piece.
+                let first = |key: &str| block.get(key).and_then(Value::as_str).unwrap_or("");
+                match block.get("type").and_then(Value::as_str) {
+                    Some("text") if !first("text").is_empty() => deltas.push(Delta::Text {
+                        index: canonical,
+                        text: first("text").to_owned(),
+                    }),
+                    Some("thinking") if !first("thinking").is_empty() => {
+                        deltas.push(Delta::Thinking {
+                            index: canonical,
+                            text: first("thinking").to_owned(),
+                        })
+                    }
+                    _ => {}
+                }
                 let block = Block {
+                    canonical,
+                    sent_arguments: false,
                     value: block.clone(),
                     partial: String::new(),
                     stopped: false,
@@ -146,17 +269,44 @@ impl Accumulator for AnthropicAccumulator {
             "content_block_delta" => {
                 let block = self.open_block(data, "content_block_delta.index")?;
                 let delta = data.get("delta").unwrap_or(&Value::Null);
+                let index = block.canonical;
                 let value = &mut block.value;
+                let piece = |key: &str| {
+                    delta
+                        .get(key)
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned()
+                };
                 match delta.get("type").and_then(Value::as_str) {
-                    Some("text_delta") => append(value, "text", delta.get("text")),
-                    Some("thinking_delta") => append(value, "thinking", delta.get("thinking")),
-                    Some("signature_delta") => append(value, "signature", delta.get("signature")),
-                    Some("input_json_delta") => block.partial.push_str(
-                        delta
-                            .get("partial_json")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default(),
-                    ),
+                    Some("text_delta") => {
+                        append(value, "text", delta.get("text"));
+                        deltas.push(Delta::Text {
+                            index,
+                            text: piece("text"),
+                        });
+                    }
+                    Some("thinking_delta") => {
+                        append(value, "thinking", delta.get("thinking"));
+                        deltas.push(Delta::Thinking {
+                            index,
+                            text: piece("thinking"),
+                        });
+                    }
+                    Some("signature_delta") => {
+                        append(value, "signature", delta.get("signature"));
+                        deltas.push(Delta::Signature {
+                            index,
+                            signature: piece("signature"),
+                        });
+                    }
+                    // An empty piece (sent first by some servers) says nothing yet.
+                    Some("input_json_delta") if !piece("partial_json").is_empty() => {
+                        let json = piece("partial_json");
+                        block.partial.push_str(&json);
+                        block.sent_arguments = true;
+                        deltas.push(Delta::ToolArguments { index, json });
+                    }
                     _ => {}
                 }
             }
@@ -175,6 +325,7 @@ impl Accumulator for AnthropicAccumulator {
                     })?;
                     block.value.insert("input".into(), input);
                 }
+                deltas.extend(stop_deltas(block)?);
                 if block.value.get("type").and_then(Value::as_str) == Some("tool_use") {
                     let content = Value::Object(block.value.clone());
                     let turn = anthropic::decode_response(&json!({"content": [content]}))?;
@@ -205,7 +356,18 @@ impl Accumulator for AnthropicAccumulator {
                     }
                 }
             }
-            "message_stop" => return Ok(Progress::Done),
+            "message_stop" => {
+                let mut head = self.message.clone();
+                head.insert("content".into(), json!([]));
+                let head = anthropic::decode_response(&Value::Object(head))?;
+                deltas.push(Delta::TurnEnd {
+                    stop_reason: head.stop_reason,
+                    stop_sequence: head.stop_sequence,
+                    usage: head.usage,
+                    container: head.container,
+                });
+                return Ok(Progress::Done);
+            }
             "error" => return Err(upstream_error(data)),
             _ => {}
         }

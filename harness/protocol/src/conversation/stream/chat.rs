@@ -3,9 +3,10 @@
 
 use serde_json::{Map, Value, json};
 
+use super::delta::{BlockKind, Delta};
 use super::event::{Accumulator, Event, Progress, Result, event, upstream_error};
 use super::limits::{Budget, StreamLimits};
-use crate::conversation::{ConversionError, ToolCall, Turn, chat};
+use crate::conversation::{ContentBlock, ConversionError, ToolCall, Turn, Vendor, chat};
 
 /// Chat Completions chunks for a turn, ending with `[DONE]`.
 pub fn chat_events(turn: &Turn) -> Vec<Event> {
@@ -50,6 +51,13 @@ pub fn chat_events(turn: &Turn) -> Vec<Event> {
     events
 }
 
+impl Live {
+    fn open(&mut self) -> usize {
+        self.next_index += 1;
+        self.next_index - 1
+    }
+}
+
 /// Rebuilds a Chat turn from chunks (`tool_calls` deltas merged by `index`).
 #[derive(Debug, Default)]
 pub struct ChatAccumulator {
@@ -62,6 +70,23 @@ pub struct ChatAccumulator {
     usage: Option<Value>,
     reported: usize,
     budget: Budget,
+    /// What the deltas have told so far.
+    live: Live,
+}
+
+/// The canonical blocks of a Chat stream: its text (one block) and its calls, numbered in
+/// the order they start. Every block stays open until the finish reason (calls may
+/// interleave), then all stop in order.
+#[derive(Debug, Default)]
+struct Live {
+    started: bool,
+    next_index: usize,
+    /// The text block's index once text arrived.
+    text: Option<usize>,
+    /// Per call (by Chat index): its block index once its name is known. A call's start
+    /// waits for its name, since who runs it is decided by that name.
+    calls: Vec<Option<usize>>,
+    stopped: bool,
 }
 
 impl ChatAccumulator {
@@ -71,6 +96,78 @@ impl ChatAccumulator {
             budget: Budget::new(limits),
             ..Self::default()
         }
+    }
+
+    /// Stops every open block, in index order, each with the block the whole turn's decode
+    /// gives (once: the finish reason and `[DONE]` both end the blocks).
+    fn stop_blocks(&mut self, deltas: &mut Vec<Delta>) -> Result<()> {
+        if self.live.stopped {
+            return Ok(());
+        }
+        self.live.stopped = true;
+        let mut stops: Vec<(usize, ContentBlock)> = Vec::new();
+        if let (Some(index), Some(text)) = (self.live.text, &self.text) {
+            stops.push((index, ContentBlock::text(text.clone())));
+        }
+        for (n, block) in self.live.calls.clone().into_iter().enumerate() {
+            let (id, name, arguments) = &self.calls[n];
+            let block = match block {
+                Some(block) => block,
+                // A call whose name never came starts now, for its stop.
+                None => {
+                    let block = self.live.open();
+                    deltas.push(Delta::BlockStart {
+                        index: block,
+                        kind: BlockKind::ToolCall {
+                            id: id.clone(),
+                            name: name.clone(),
+                            caller: None,
+                        },
+                    });
+                    if !arguments.is_empty() {
+                        deltas.push(Delta::ToolArguments {
+                            index: block,
+                            json: arguments.clone(),
+                        });
+                    }
+                    block
+                }
+            };
+            // No pieces at all: the arguments are an empty object, as the decode has them.
+            if arguments.is_empty() {
+                deltas.push(Delta::ToolArguments {
+                    index: block,
+                    json: "{}".to_owned(),
+                });
+            }
+            let decoded = chat::decode_response(&json!({"choices": [{"message": {
+                "role": "assistant", "content": null,
+                "tool_calls": [{"id": id, "type": "function",
+                    "function": {"name": name, "arguments": arguments}}],
+            }}]}))?;
+            let call = decoded
+                .content
+                .into_iter()
+                .find(|b| matches!(b, ContentBlock::ToolCall(_)))
+                .ok_or_else(|| ConversionError::field("tool_calls"))?;
+            stops.push((block, call));
+        }
+        stops.sort_by_key(|(index, _)| *index);
+        for (index, block) in stops {
+            deltas.push(Delta::BlockStop { index, block });
+        }
+        Ok(())
+    }
+
+    /// The turn without its content: id, model, stop reason, usage.
+    fn head_turn(&self) -> Result<Turn> {
+        let mut response = Value::Object(self.head.clone());
+        response["choices"] = json!([{"index": 0, "message": {"role": "assistant", "content": null},
+            "finish_reason": self.finish_reason}]);
+        if let Some(usage) = &self.usage {
+            response["usage"] = usage.clone();
+        }
+        chat::decode_response(&response)
     }
 
     fn call(&self, index: usize) -> Result<ToolCall> {
@@ -89,8 +186,25 @@ impl ChatAccumulator {
 }
 
 impl Accumulator for ChatAccumulator {
-    fn push(&mut self, _event: &str, data: &Value) -> Result<Progress> {
+    fn push(&mut self, event: &str, data: &Value) -> Result<Progress> {
+        self.push_deltas(event, data, &mut Vec::new())
+    }
+
+    fn push_deltas(
+        &mut self,
+        _event: &str,
+        data: &Value,
+        deltas: &mut Vec<Delta>,
+    ) -> Result<Progress> {
         if data == "[DONE]" {
+            self.stop_blocks(deltas)?;
+            let head = self.head_turn()?;
+            deltas.push(Delta::TurnEnd {
+                stop_reason: head.stop_reason,
+                stop_sequence: head.stop_sequence,
+                usage: head.usage,
+                container: None,
+            });
             return Ok(Progress::Done);
         }
         self.budget.charge(data)?;
@@ -102,16 +216,43 @@ impl Accumulator for ChatAccumulator {
                 self.head.insert(key.into(), v.clone());
             }
         }
+        if !self.live.started {
+            self.live.started = true;
+            let text = |key: &str| data[key].as_str().unwrap_or_default().to_owned();
+            deltas.push(Delta::TurnStart {
+                id: text("id"),
+                model: text("model"),
+                origin: Some(Vendor::OpenaiChat),
+            });
+        }
         if let Some(u) = data.get("usage").filter(|u| !u.is_null()) {
             self.usage = Some(u.clone());
         }
         let choice = &data["choices"][0];
         if let Some(text) = choice["delta"]["content"].as_str() {
             self.text.get_or_insert_with(String::new).push_str(text);
+            if !text.is_empty() && !self.live.stopped {
+                let index = match self.live.text {
+                    Some(index) => index,
+                    None => {
+                        let index = self.live.open();
+                        self.live.text = Some(index);
+                        deltas.push(Delta::BlockStart {
+                            index,
+                            kind: BlockKind::Text,
+                        });
+                        index
+                    }
+                };
+                deltas.push(Delta::Text {
+                    index,
+                    text: text.to_owned(),
+                });
+            }
         }
         let mut progress = Progress::Pending;
-        let deltas = choice["delta"]["tool_calls"].as_array();
-        for delta in deltas.into_iter().flatten() {
+        let calls = choice["delta"]["tool_calls"].as_array();
+        for delta in calls.into_iter().flatten() {
             let field = "tool_calls[].index";
             let index = self.budget.index(delta.get("index"), field)?.unwrap_or(0);
             // A new index means the calls before it are complete. It must be the next one:
@@ -124,11 +265,16 @@ impl Accumulator for ChatAccumulator {
                 });
             }
             if index == self.calls.len() {
-                if self.reported < self.calls.len() {
-                    progress = Progress::ToolCallComplete(self.call(self.reported)?);
+                // The call before is complete unless its arguments do not parse yet: some
+                // servers interleave the pieces of parallel calls (the finish reason tells).
+                if self.reported < self.calls.len()
+                    && let Ok(call) = self.call(self.reported)
+                {
+                    progress = Progress::ToolCallComplete(call);
                     self.reported += 1;
                 }
                 self.calls.push(Default::default());
+                self.live.calls.push(None);
             }
             let call = &mut self.calls[index];
             if let Some(id) = delta["id"].as_str() {
@@ -137,8 +283,37 @@ impl Accumulator for ChatAccumulator {
             if let Some(name) = delta["function"]["name"].as_str() {
                 call.1.push_str(name);
             }
-            if let Some(arguments) = delta["function"]["arguments"].as_str() {
-                call.2.push_str(arguments);
+            let piece = delta["function"]["arguments"].as_str().unwrap_or_default();
+            call.2.push_str(piece);
+            if self.live.stopped {
+                continue;
+            }
+            match self.live.calls[index] {
+                Some(block) if !piece.is_empty() => deltas.push(Delta::ToolArguments {
+                    index: block,
+                    json: piece.to_owned(),
+                }),
+                Some(_) => {}
+                None if !call.1.is_empty() => {
+                    let block = self.live.open();
+                    self.live.calls[index] = Some(block);
+                    deltas.push(Delta::BlockStart {
+                        index: block,
+                        kind: BlockKind::ToolCall {
+                            id: call.0.clone(),
+                            name: call.1.clone(),
+                            caller: None,
+                        },
+                    });
+                    // Pieces that came before the name.
+                    if !call.2.is_empty() {
+                        deltas.push(Delta::ToolArguments {
+                            index: block,
+                            json: call.2.clone(),
+                        });
+                    }
+                }
+                None => {}
             }
         }
         if let Some(reason) = choice.get("finish_reason").filter(|r| !r.is_null()) {
@@ -147,6 +322,7 @@ impl Accumulator for ChatAccumulator {
                 progress = Progress::ToolCallComplete(self.call(self.reported)?);
                 self.reported += 1;
             }
+            self.stop_blocks(deltas)?;
         }
         Ok(progress)
     }

@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+use super::delta::Delta;
 use crate::conversation::{ConversionError, ToolCall, Turn};
 
 pub(super) type Result<T, E = ConversionError> = std::result::Result<T, E>;
@@ -26,6 +27,21 @@ pub enum Progress {
 pub trait Accumulator {
     /// Consume one event. An upstream `error` event is a [`ConversionError`].
     fn push(&mut self, event: &str, data: &Value) -> Result<Progress>;
+    /// Consume one event like [`push`](Accumulator::push), appending to `deltas` the
+    /// canonical [`Delta`]s it carries: `TurnStart` at the turn's first event, each block's
+    /// start, pieces and stop (the block complete) in the order the vendor sent them, and
+    /// `TurnEnd` with the event that ends the stream (whatever `Progress::Done` reports).
+    ///
+    /// The default yields no deltas: an accumulator without live deltas still builds turns.
+    fn push_deltas(
+        &mut self,
+        event: &str,
+        data: &Value,
+        deltas: &mut Vec<Delta>,
+    ) -> Result<Progress> {
+        let _ = deltas;
+        self.push(event, data)
+    }
     /// The completed turn (also from a stream cut short: what arrived so far).
     fn finish(self) -> Result<Turn>;
 }

@@ -1,8 +1,8 @@
 //! Any event sequence through every accumulator, for checks that must hold on hostile input.
 
 use super::{
-    Accumulator, AnthropicAccumulator, ChatAccumulator, Event, ResponsesAccumulator,
-    anthropic_events, chat_events, responses_events,
+    Accumulator, AnthropicAccumulator, ChatAccumulator, Event, GeminiAccumulator,
+    ResponsesAccumulator, anthropic_events, chat_events, gemini_events, responses_events,
 };
 
 /// Feeds a sequence of raw events to each accumulator; used by the property tests and the
@@ -15,6 +15,7 @@ pub fn feed_each_accumulator(events: &[Event]) {
     feed(AnthropicAccumulator::default(), events);
     feed(ChatAccumulator::default(), events);
     feed(ResponsesAccumulator::default(), events);
+    feed(GeminiAccumulator::default(), events);
 }
 
 fn feed<A: Accumulator>(mut accumulator: A, events: &[Event]) {
@@ -27,5 +28,6 @@ fn feed<A: Accumulator>(mut accumulator: A, events: &[Event]) {
         let _ = anthropic_events(&turn);
         let _ = chat_events(&turn);
         let _ = responses_events(&turn);
+        let _ = gemini_events(&turn);
     }
 }

@@ -1,0 +1,122 @@
+//! MiniWoB++ side by side: the same task types, seeds and scripted policy through Cordon
+//! (`run_suite`, every action through the computer engine: screenshot-grounded clicks,
+//! settle, capture, the reward read from the page) and through a plain Playwright loop
+//! (`benches/peers/miniwob.mjs`: page.mouse / page.keyboard and a PNG screenshot per
+//! action) on the same Debian chromium; episodes per minute at 1 and 4 episodes at once,
+//! and the success rate.
+//!
+//! `cargo bench -p cordon-agent-bench --bench miniwob` (env `BENCH_SEEDS`, default 10 seeds
+//! per task type; `BENCH_PEERS=0` skips Playwright, which needs `(cd benches/peers && npm
+//! install)`; `BENCH_KEEP=DIR` keeps Cordon's runs there). Each configuration launches its own Chromium, counted in its time. Figures:
+//! docs/benchmarks.md, "MiniWoB++".
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a benchmark stops on failure"
+)]
+
+use std::path::Path;
+
+use cordon_agent_bench::miniwob;
+use cordon_agent_bench::run::{Policy, RunOptions, run_suite};
+use cordon_agent_bench::task::TaskKind;
+use cordon_computer::browser::BrowserOptions;
+use serde_json::{Value, json};
+
+const TASKS: &[&str] = &[
+    "click-button",
+    "click-link",
+    "enter-text",
+    "click-checkboxes",
+    "focus-text",
+    "click-dialog",
+];
+
+fn browser_options() -> BrowserOptions {
+    let mut options = BrowserOptions::default();
+    options.no_sandbox = cordon_computer::browser::running_as_root();
+    options
+}
+
+/// What the peer needs to play the same episodes: the pages, each task's start page,
+/// viewport and reset hook, the seeds and the planners.
+fn peer_config(package: &miniwob::Package, seeds: &[u64]) -> Value {
+    let tasks: Vec<Value> = TASKS
+        .iter()
+        .map(|name| {
+            let task = miniwob::task(package, name).unwrap();
+            let TaskKind::Web(web) = &task.kind else {
+                unreachable!("MiniWoB++ tasks are web tasks")
+            };
+            let dir = if name.starts_with("flight.") {
+                "flight"
+            } else {
+                "miniwob"
+            };
+            json!({"id": name, "path": format!("{dir}/{}", web.path.as_deref().unwrap()),
+                   "viewport": web.viewport, "reset": web.reset, "max_steps": task.max_steps})
+        })
+        .collect();
+    let planners: serde_json::Map<String, Value> = TASKS
+        .iter()
+        .map(|name| (name.to_string(), json!(miniwob::planner(name).unwrap())))
+        .collect();
+    json!({"html": package.html(), "tasks": tasks, "seeds": seeds, "planners": planners})
+}
+
+fn peer(config: &Path, jobs: usize) -> Option<Value> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../benches/peers/miniwob.mjs");
+    let out = std::process::Command::new("node")
+        .arg(script)
+        .arg(config)
+        .arg(jobs.to_string())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        eprintln!("peer failed: {}", String::from_utf8_lossy(&out.stderr));
+        return None;
+    }
+    serde_json::from_slice(&out.stdout).ok()
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let seeds: u64 = std::env::var("BENCH_SEEDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10);
+    let seeds: Vec<u64> = (0..seeds).collect();
+    let peers = std::env::var("BENCH_PEERS").map_or(true, |v| v != "0");
+    let package = miniwob::ensure_default(&|line: &str| eprintln!("{line}"))
+        .await
+        .unwrap();
+    let spec = format!("miniwob:{}", TASKS.join(","));
+    // BENCH_KEEP=DIR keeps the runs (results.json, report.html) there.
+    let temp = tempfile::tempdir().unwrap();
+    let work = std::env::var_os("BENCH_KEEP").map_or_else(|| temp.path().to_owned(), Into::into);
+    let config = work.join("peer.json");
+    std::fs::write(&config, peer_config(&package, &seeds).to_string()).unwrap();
+    for jobs in [1, 4] {
+        let mut suite = miniwob::suite(&package, &spec).unwrap();
+        for entry in &mut suite.entries {
+            entry.task.as_mut().unwrap().seeds.clone_from(&seeds);
+        }
+        let out = work.join(format!("cordon-{jobs}"));
+        let options = RunOptions::new(out, Policy::Script)
+            .jobs(jobs)
+            .progress_bar(false);
+        let run = run_suite(&suite, browser_options(), options).await.unwrap();
+        let s = &run.summary;
+        println!(
+            "{}",
+            json!({"peer": "cordon", "jobs": jobs, "episodes": s.episodes,
+                   "succeeded": s.succeeded, "seconds": s.run_seconds,
+                   "per_minute": s.episodes_per_minute, "step_ms_p50": s.step_ms.p50,
+                   "step_ms_p90": s.step_ms.p90, "episode_ms_p50": s.episode_ms.p50})
+        );
+        if peers && let Some(line) = peer(&config, jobs) {
+            println!("{line}");
+        }
+    }
+}
