@@ -899,6 +899,54 @@ def scenario_computer(api):
         assert blocks(message, "tool_use")[0].input == {"action": "screenshot"}, body
 
 
+def scenario_computer_toolsets(api):
+    """`computer_toolset_20260801` and `browser_toolset_20260801` bound to a Cordon computer
+    act on a real page; an action the client disabled is refused to the model and runs
+    nothing."""
+    with serve_page() as page, gateway(api, extra=BROWSER_FLAGS) as (cordon, model):
+        origin = page.rsplit("/", 1)[0]
+        http = cordon.http()
+        opened = http.post("/v1/computers", json={"url": page, "display": DISPLAY,
+                                                  "allow_origins": [origin]})
+        assert opened.status_code == 201, opened.text
+        computer = opened.json()["id"]
+        client = cordon.client()
+        url = lambda: http.get(f"/v1/computers/{computer}").json()["current_url"]  # noqa: E731
+
+        computer_toolset = {"type": "computer_toolset_20260801", "name": "computer",
+                            "configs": {"double_click": {"enabled": False}}}
+        model.push(reply(tool_use("computer", {"action": "double_click", "coordinate": BUY},
+                                  id="toolu_ts_off"),
+                         tool_use("computer", {"action": "left_click", "coordinate": GO},
+                                  id="toolu_ts_go")),
+                   reply("Clicked Go; double click is off."))
+        message, body, _ = create(client, tools=[computer_toolset],
+                                  messages=[{"role": "user", "content": "Press Go."}],
+                                  extra_headers={"x-cordon-computer": computer})
+        assert message.content[-1].text == "Clicked Go; double click is off.", body
+        assert url() == page + "#clicked", "only the enabled click ran"
+        results = {r[0]: r for r in model.requests[1].tool_results()}
+        assert results["toolu_ts_off"][2], "the disabled action is an error to the model"
+        assert not results["toolu_ts_go"][2], results
+
+        browser_toolset = {"type": "browser_toolset_20260801",
+                           "configs": {"left_click": {"enabled": True}}}
+        model.push(reply({"type": "tool_use", "id": "toolu_bt_nav", "name": "navigate",
+                          "input": {"url": page}, "toolset_name": "browser"},
+                         {"type": "tool_use", "id": "toolu_bt_click", "name": "left_click",
+                          "input": {"target": {"type": "coordinate", "x": GO[0], "y": GO[1]}},
+                          "toolset_name": "browser"}),
+                   reply("Back on the page and clicked."))
+        message, body, _ = create(client, tools=[browser_toolset],
+                                  messages=[{"role": "user", "content": "Go back, press Go."}],
+                                  extra_headers={"x-cordon-computer": computer})
+        assert message.content[-1].text == "Back on the page and clicked.", body
+        assert url() == page + "#clicked", url()
+        results = {r[0]: r for r in model.requests[-1].tool_results()}
+        assert not results["toolu_bt_nav"][2] and not results["toolu_bt_click"][2], results
+        assert http.delete(f"/v1/computers/{computer}").status_code == 204
+
+
 def scenario_computer_url(api):
     """`x-cordon-computer: <URL>` opens a new computer; the response names it."""
     with serve_page() as page, gateway(api, extra=BROWSER_FLAGS) as (cordon, model):

@@ -143,26 +143,9 @@ pub async fn ensure(
         return Ok(Package { dir });
     }
     let root = dir.parent().unwrap_or(cache_dir).to_owned();
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&root)
-            .map_err(io(&root))?;
-    }
-    let lock_path = root.join(".lock");
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .map_err(io(&lock_path))?;
-    // Blocking, but only ever held for a fetch: run it off the async workers.
-    let lock = tokio::task::spawn_blocking(move || lock.lock().map(|()| lock))
+    let lock = cordon_sandbox::take_install_lock(&root)
         .await
-        .map_err(|e| PackageError::Fetch(format!("lock task failed: {e}")))?
-        .map_err(io(&lock_path))?;
+        .map_err(|failed| io(&failed.path)(failed.error))?;
     if !installed(&dir) {
         let sdist = match &source.local {
             Some(path) => {

@@ -138,6 +138,11 @@ fn gateway_computer_tool_runs_on_a_bound_computer_with_a_gate() {
 }
 
 #[test]
+fn gateway_computer_and_browser_toolsets_act_on_a_real_page_and_refuse_disabled_actions() {
+    scenario("computer_toolsets", "anthropic");
+}
+
+#[test]
 fn gateway_computer_header_with_a_url_opens_a_computer() {
     scenario("computer_url", "anthropic");
 }

@@ -6,30 +6,12 @@
 
 use std::collections::BTreeMap;
 
+use cordon_protocol::computer::anthropic::ACTIONS;
 use cordon_protocol::conversation::ToolCall;
 use serde_json::Value;
 
 use super::browser_tool::BrowserTool;
 use super::gemini_computer::GeminiComputer;
-
-/// Anthropic's computer actions (the tool input's `action`), as the function tool offered
-/// in place of the built-in lists them.
-const ACTIONS: &[&str] = &[
-    "screenshot",
-    "left_click",
-    "right_click",
-    "middle_click",
-    "double_click",
-    "triple_click",
-    "mouse_move",
-    "left_click_drag",
-    "type",
-    "key",
-    "scroll",
-    "wait",
-    "cursor_position",
-    "zoom",
-];
 
 /// Which actions a computer tool's declaration enables.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -19,6 +19,28 @@ const KNOWN: &str = "key, type, mouse_move, left_click, right_click, middle_clic
     double_click, triple_click, left_click_drag, left_mouse_down, left_mouse_up, scroll, \
     hold_key, wait, screenshot, cursor_position, zoom (computer_20251124)";
 
+/// Every action of Anthropic's computer tool (the tool input's `action`), as a toolset's
+/// `configs` names them; `zoom` only from `computer_20251124`.
+pub const ACTIONS: &[&str] = &[
+    "screenshot",
+    "left_click",
+    "right_click",
+    "middle_click",
+    "double_click",
+    "triple_click",
+    "mouse_move",
+    "left_click_drag",
+    "left_mouse_down",
+    "left_mouse_up",
+    "type",
+    "key",
+    "hold_key",
+    "scroll",
+    "wait",
+    "cursor_position",
+    "zoom",
+];
+
 /// The tool version, which decides the action set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]

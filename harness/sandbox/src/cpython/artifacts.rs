@@ -228,26 +228,9 @@ pub(crate) async fn ensure(
 ) -> Result<Artifacts, ArtifactError> {
     let dir = install_dir(cache_dir);
     let root = dir.parent().unwrap_or(cache_dir).to_owned();
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&root)
-            .map_err(io(&root))?;
-    }
-    let lock_path = root.join(".lock");
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .map_err(io(&lock_path))?;
-    // Blocking, but only ever held for a fetch: run it off the async workers.
-    let lock = tokio::task::spawn_blocking(move || lock.lock().map(|()| lock))
+    let lock = crate::install_lock::take_install_lock(&root)
         .await
-        .map_err(|error| ArtifactError::Fetch(format!("lock task failed: {error}")))?
-        .map_err(io(&lock_path))?;
+        .map_err(|failed| io(&failed.path)(failed.error))?;
     let installed = MEMBERS.iter().all(|pin| dir.join(pin.name).is_file());
     if !installed {
         install(&dir, progress).await?;

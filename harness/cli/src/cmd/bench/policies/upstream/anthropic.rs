@@ -7,6 +7,7 @@
 use cordon_agent_bench::env::EnvAction;
 use cordon_agent_bench::policy_env::EnvView;
 use cordon_computer::image::EncodedImage;
+use cordon_protocol::computer::anthropic::ACTIONS;
 use cordon_protocol::conversation::{ConversionError, Request, Turn, anthropic};
 use serde_json::{Map, Value, json};
 
@@ -15,28 +16,6 @@ use super::settings::ComputerTool;
 
 /// The tool's name, which its calls carry.
 const TOOL_NAME: &str = "computer";
-
-/// Anthropic's computer actions (the tool input's `action`), as a toolset's `configs`
-/// names them.
-const ACTIONS: &[&str] = &[
-    "screenshot",
-    "left_click",
-    "right_click",
-    "middle_click",
-    "double_click",
-    "triple_click",
-    "mouse_move",
-    "left_click_drag",
-    "left_mouse_down",
-    "left_mouse_up",
-    "type",
-    "key",
-    "hold_key",
-    "scroll",
-    "wait",
-    "cursor_position",
-    "zoom",
-];
 
 /// The tokens one model turn may use.
 const MAX_TOKENS: u32 = 1024;
