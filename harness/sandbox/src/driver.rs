@@ -74,6 +74,8 @@ pub(crate) async fn run_in_session(
 ) {
     let mut slot = slot.lock().await;
     if slot.paused {
+        // As below: the slot is free before the refusal is out.
+        drop(slot);
         let message = "the session was paused; resume it to run code in it";
         finish(
             job,
@@ -103,10 +105,13 @@ pub(crate) async fn run_in_session(
                 make_spare(returning, &image).await;
             }
         }
-        Err(message) => finish(
-            job,
-            failure(ExecutionStatus::Error, "SandboxUnavailable", &message),
-        ),
+        Err(message) => {
+            drop(slot);
+            finish(
+                job,
+                failure(ExecutionStatus::Error, "SandboxUnavailable", &message),
+            );
+        }
     }
 }
 
