@@ -9,6 +9,10 @@ SIGTERM if this script is killed). Each scenario asserts what docs/gateway.md pr
 exits non-zero on the first failure. Every client call and process wait has a timeout.
 `API` is `anthropic` (default), `openai-chat` or `openai-responses`: the client always
 speaks Anthropic Messages, the upstream that API.
+
+Long because it is a catalogue: 22 independent scenarios, one function each, over the one
+harness above them (stand-in, server, SDK client); the OpenAI, Gemini, streaming and session
+front doors have scripts of their own.
 """
 
 import argparse
