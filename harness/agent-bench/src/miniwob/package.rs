@@ -220,43 +220,20 @@ pub fn extract(sdist: &[u8], dir: &Path) -> Result<(), PackageError> {
     std::fs::rename(&staging, dir).map_err(io(dir))
 }
 
-/// The sdist's URL from the index's PEP 503 page: the link whose file name is exactly the
-/// pinned one (mirrors may list it relative to the page).
-fn sdist_url(page_url: &reqwest::Url, page: &str) -> Option<reqwest::Url> {
-    page.split("href=\"").skip(1).find_map(|rest| {
-        let href = rest.split('"').next()?;
-        let file = href.split('#').next()?.rsplit('/').next()?;
-        (file == SDIST)
-            .then(|| page_url.join(&href.replace("&amp;", "&")).ok())
-            .flatten()
-    })
-}
-
 async fn download(
     index: &str,
     progress: &(dyn Fn(&str) + Send + Sync),
 ) -> Result<Vec<u8>, PackageError> {
     let fail = |what: &str, e: &dyn std::fmt::Display| PackageError::Fetch(format!("{what}: {e}"));
-    let page_url = reqwest::Url::parse(&format!("{}/{PACKAGE}/", index.trim_end_matches('/')))
-        .map_err(|e| fail("the package index URL", &e))?;
     let client = reqwest::Client::builder()
         .user_agent(concat!("cordon/", env!("CARGO_PKG_VERSION")))
         .connect_timeout(std::time::Duration::from_secs(15))
         .timeout(std::time::Duration::from_secs(120))
         .build()
         .map_err(|e| fail("HTTP client", &e))?;
-    let page = client
-        .get(page_url.clone())
-        .header("Accept", "text/html")
-        .send()
+    let url = cordon_sandbox::find_on_index(&client, index, PACKAGE, SDIST)
         .await
-        .and_then(reqwest::Response::error_for_status)
-        .map_err(|e| fail("the package index", &e))?
-        .text()
-        .await
-        .map_err(|e| fail("the package index", &e))?;
-    let url = sdist_url(&page_url, &page)
-        .ok_or_else(|| PackageError::Fetch(format!("the index does not list {SDIST}")))?;
+        .map_err(PackageError::Fetch)?;
     progress(&format!(
         "fetching the MiniWoB++ pages ({PACKAGE} {VERSION}, {} kB) from {index}",
         SDIST_SIZE / 1000
@@ -294,12 +271,12 @@ mod tests {
             r#"<a href="https://files.example.test/x/{SDIST}.asc">sig</a>
                <a href="../../packages/ab/{SDIST}#sha256={SDIST_SHA256}">{SDIST}</a>"#
         );
-        let url = sdist_url(&page_url, &page).unwrap();
+        let url = cordon_sandbox::link_to(&page_url, &page, SDIST).unwrap();
         assert_eq!(
             url.as_str(),
             format!("https://example.test/packages/ab/{SDIST}#sha256={SDIST_SHA256}")
         );
-        assert!(sdist_url(&page_url, "<a href=\"other.tar.gz\">").is_none());
+        assert!(cordon_sandbox::link_to(&page_url, "<a href=\"other.tar.gz\">", SDIST).is_none());
     }
 
     #[test]

