@@ -6,8 +6,11 @@
 #   - tzdata: the time-zone database packed into the Python image (`zoneinfo`)
 #   - bubblewrap: contains the `bash` tool pack's commands (no network, read-only system)
 #   - chromium: the computer-use browser backend and its tests
+#   - chromium-headless-shell: the same Chromium's old headless mode, the browser backend's
+#     default where installed (frames drawn on demand for each capture)
 #   - xvfb, xterm, x11-utils (xmessage, xev, xwininfo), x11-xkb-utils (setxkbmap), xdotool:
 #     the desktop backend and its tests; libxkbcommon-dev: enigo links libxkbcommon
+#   - nginx: the reverse proxy of docs/deploy, checked (nginx -t) and run in front of replicas
 #   - the Python clients of the end-to-end tests (tests/requirements.txt: httpx, mcp, the
 #     SDKs, and the frameworks the adapters plug into: openai-agents, smolagents, gymnasium)
 set -euo pipefail
@@ -26,7 +29,7 @@ if ! rustup target list --installed --toolchain "$toolchain" 2>/dev/null | grep 
 fi
 
 packages=(clang lld wasi-libc libclang-rt-dev-wasm32 llvm tzdata bubblewrap chromium
-    xvfb xterm x11-utils x11-xkb-utils xdotool libxkbcommon-dev postgresql)
+    chromium-headless-shell xvfb xterm x11-utils x11-xkb-utils xdotool libxkbcommon-dev postgresql nginx)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
@@ -49,7 +52,7 @@ if ((${#missing[@]})); then
 fi
 # The real clients the server tests drive (tests/e2e). Checked by import, so a machine that
 # has them pays one python3 start, not a pip run.
-if ! python3 -c 'import httpx, mcp, anthropic, openai, google.genai, agents, smolagents, gymnasium, PIL, numpy, moto.server' 2>/dev/null; then
+if ! python3 -c 'import httpx, mcp, anthropic, openai, google.genai, agents, smolagents, gymnasium, PIL, numpy, moto.server, kubernetes_validate' 2>/dev/null; then
     say "installing the Python test clients (tests/requirements.txt)"
     # Debian's own python3 refuses system-wide installs (PEP 668): fall back to --user.
     python3 -m pip install -q -r tests/requirements.txt >&2 ||

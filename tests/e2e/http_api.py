@@ -341,11 +341,11 @@ def scenario_after_restart(base, state_file):
     assert done["status"] == "completed" and done["result"]["result"] == "done", done
     assert done["result"]["stdout"] == "kept\n", done
     info = http.get(f"/v1/executions/{state['suspended']}").json()
-    assert info["status"] == "expired", info
+    assert info["status"] == "interrupted", info
     assert info["pending_tool_calls"] == [], info
     result = info["result"]
-    assert result["status"] == "expired" and result["stdout"] == "started\n", result
-    assert "server stopped" in result["error"]["message"], result
+    assert result["status"] == "interrupted" and result["stdout"] == "started\n", result
+    assert "server running this execution stopped" in result["error"]["message"], result
     types = [e["type"] for e in info["events"]]
     assert types[0] == "execution.started" and types[-1] == "execution.completed", types
     assert "execution.awaiting" in types, types
@@ -355,8 +355,9 @@ def scenario_after_restart(base, state_file):
     url = f"/v1/executions/{state['suspended']}/tool_results"
     check_error(http.post(url, json={"results": [{"call_id": "call_x", "output": 1}]}), 409, "execution_finished")
     sandbox = http.get(f"/v1/sandboxes/{state['sandbox']}").json()
-    assert sandbox["state"] == "expired" and sandbox["reason"], sandbox
-    check_error(http.post(f"/v1/sandboxes/{state['sandbox']}/executions", json={"code": "1"}), 410, "sandbox_expired")
+    # Live (busy, so never paused) when the server died: interrupted, saying why.
+    assert sandbox["state"] == "interrupted" and "before pausing it" in sandbox["reason"], sandbox
+    check_error(http.post(f"/v1/sandboxes/{state['sandbox']}/executions", json={"code": "1"}), 410, "sandbox_interrupted")
     # The computer session reports that it is over, and why; its history is intact.
     computer = state["computer"]
     info = http.get(f"/v1/computers/{computer}").json()

@@ -115,6 +115,25 @@ async fn main() {
                    "per_minute": s.episodes_per_minute, "step_ms_p50": s.step_ms.p50,
                    "step_ms_p90": s.step_ms.p90, "episode_ms_p50": s.episode_ms.p50})
         );
+        // Where an episode's time goes: its reset (session, page load, MiniWoB++'s start,
+        // the first capture) against the rest (the steps and their recording).
+        let p50 = |mut v: Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+        };
+        let reset = p50(run.episodes.iter().map(|e| e.reset_ms).collect());
+        let rest = p50(run
+            .episodes
+            .iter()
+            .map(|e| e.duration_ms - e.reset_ms)
+            .collect());
+        let steps = run.episodes.iter().map(|e| f64::from(e.steps)).sum::<f64>()
+            / run.episodes.len().max(1) as f64;
+        println!(
+            "{}",
+            json!({"peer": "cordon", "jobs": jobs, "reset_ms_p50": reset,
+                   "after_reset_ms_p50": rest, "steps_per_episode": steps})
+        );
         if peers && let Some(line) = peer(&config, jobs) {
             println!("{line}");
         }

@@ -625,6 +625,11 @@ impl WebEnv {
         }
     }
 
+    /// The reward of the current episode as last read (after its last step or evaluate).
+    pub fn reward(&self) -> Option<f64> {
+        self.episode.as_ref().map(|e| e.reward)
+    }
+
     /// Steps taken in the current episode, and whether it is over.
     pub fn progress(&self) -> Option<(u32, bool)> {
         self.episode.as_ref().map(|e| (e.steps, e.done))

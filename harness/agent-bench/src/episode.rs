@@ -196,7 +196,7 @@ fn save_image(dir: &Path, name: &str, image: &EncodedImage) -> Result<String> {
     Ok(file)
 }
 
-fn record_trace(trace: &Trace, dir: &Path, result: &mut EpisodeResult) -> Result<()> {
+pub(crate) fn record_trace(trace: &Trace, dir: &Path, result: &mut EpisodeResult) -> Result<()> {
     std::fs::create_dir_all(dir)
         .map_err(|e| BenchError::io(format!("creating {}", dir.display()), e))?;
     result.start_url = Some(trace.start_url.clone());

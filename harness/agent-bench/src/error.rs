@@ -47,6 +47,9 @@ pub enum BenchError {
     /// The policy (a model behind the gateway's upstream, an external agent) failed.
     #[error("policy: {0}")]
     Policy(String),
+    /// A Cordon server running the episode (`--remote`) failed or refused it.
+    #[error("server {server}: {reason}")]
+    Remote { server: String, reason: String },
 }
 
 impl BenchError {

@@ -50,6 +50,7 @@ mod options;
 pub mod page_server;
 pub mod policy_env;
 mod progress;
+pub mod remote;
 pub mod report;
 mod results;
 pub mod run;

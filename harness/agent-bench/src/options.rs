@@ -11,6 +11,7 @@ use futures::future::LocalBoxFuture;
 
 use crate::env::WebEnv;
 use crate::error::Result;
+use crate::remote::{RemoteEnv, RemoteServers};
 use crate::task::Task;
 
 /// Who decides the actions of web episodes (code episodes are scripted or upstream too).
@@ -43,6 +44,16 @@ pub trait Driver: Send + Sync {
         episode: EpisodeSpec,
         env: Arc<tokio::sync::Mutex<WebEnv>>,
     ) -> BoxFuture<'static, Result<()>>;
+    /// Drives one web episode running on a Cordon server (`--remote`), stepped over its
+    /// `/v1/envs` API. `None`: this policy does not (those episodes end as errors).
+    fn drive_remote(
+        &self,
+        episode: EpisodeSpec,
+        env: Arc<tokio::sync::Mutex<RemoteEnv>>,
+    ) -> Option<BoxFuture<'static, Result<()>>> {
+        let _ = (episode, env);
+        None
+    }
     /// Writes the code of a code episode (none: code tasks are skipped with a note).
     fn write_code(&self, task: Arc<Task>) -> Option<BoxFuture<'static, Result<String>>> {
         let _ = task;
@@ -86,6 +97,8 @@ pub struct RunOptions {
     pub progress_bar: bool,
     /// Skip episodes that already have a record in `out`.
     pub resume: bool,
+    /// Run the episodes on these Cordon servers (`/v1/envs`) instead of a local browser.
+    pub remote: Option<Arc<RemoteServers>>,
 }
 
 impl RunOptions {
@@ -97,6 +110,7 @@ impl RunOptions {
             dpr: None,
             progress_bar: std::io::stderr().is_terminal(),
             resume: false,
+            remote: None,
         }
     }
 
@@ -113,6 +127,12 @@ impl RunOptions {
 
     pub fn resume(mut self, resume: bool) -> Self {
         self.resume = resume;
+        self
+    }
+
+    /// Spreads the episodes over these servers (see [`RemoteServers`]).
+    pub fn remote(mut self, servers: Option<Arc<RemoteServers>>) -> Self {
+        self.remote = servers;
         self
     }
 

@@ -64,9 +64,14 @@ impl Progress {
                 (None, true) => "ok".into(),
                 (None, false) => "failed".into(),
             };
+            let on = result
+                .server
+                .as_deref()
+                .map(|s| format!(" on {s}"))
+                .unwrap_or_default();
             let _ = writeln!(
                 err,
-                "bench: [{}/{}] {} reward {} in {} steps, {:.0} ms: {verdict} (ETA {:.0}s)",
+                "bench: [{}/{}] {}{on} reward {} in {} steps, {:.0} ms: {verdict} (ETA {:.0}s)",
                 self.done,
                 self.total,
                 result.id,

@@ -223,11 +223,15 @@ fn episode(h: &mut String, e: &EpisodeResult, dir: &Path) {
     );
     let _ = write!(
         h,
-        "<p>reward {} · {} steps · {} ms (reset {} ms){}{}</p>",
+        "<p>reward {} · {} steps · {} ms (reset {} ms){}{}{}</p>",
         e.reward,
         e.steps,
         e.duration_ms,
         e.reset_ms,
+        e.server
+            .as_deref()
+            .map(|s| format!(" · server <code>{}</code>", esc(s)))
+            .unwrap_or_default(),
         e.start_url
             .as_deref()
             .map(|u| format!(" · start <code>{}</code>", esc(u)))

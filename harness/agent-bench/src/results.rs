@@ -62,6 +62,9 @@ pub struct EpisodeResult {
     /// Code episodes: each run of the policy's code and the checker's verdict.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub code: Vec<CodeTransition>,
+    /// The Cordon server that ran the episode (`--remote`); `None`: this process did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
 }
 
 /// The summary of a run (also the top of `results.json`).
@@ -196,5 +199,6 @@ pub(crate) fn failed(
         first: None,
         trace: Vec::new(),
         code: Vec::new(),
+        server: None,
     }
 }

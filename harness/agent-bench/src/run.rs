@@ -16,6 +16,7 @@ use crate::error::{BenchError, Result};
 use crate::options::policy_name;
 use crate::page_server::{PageRoot, PageServer};
 use crate::progress::Progress;
+use crate::remote::episode::{RemoteInputs, run_remote_episode};
 use crate::results::failed;
 use crate::task::{Suite, SuiteSource};
 
@@ -103,12 +104,25 @@ pub async fn run_suite(
         let policy = options.policy.clone();
         let dir = episodes_dir.join(&id);
         let dpr = options.dpr;
+        let remote = options.remote.clone();
         let progress = progress.clone();
         set.spawn(async move {
             let _permit = limit.acquire_owned().await;
-            let result = match entry.task {
-                Err(reason) => failed(&id, &entry.id, seed, reason, false),
-                Ok(task) => {
+            let result = match (entry.task, &remote) {
+                (Err(reason), _) => failed(&id, &entry.id, seed, reason, false),
+                (Ok(task), Some(servers)) => {
+                    run_remote_episode(RemoteInputs {
+                        servers,
+                        policy: &policy,
+                        id: &id,
+                        task: Arc::new(task),
+                        seed,
+                        dpr,
+                        dir: &dir,
+                    })
+                    .await
+                }
+                (Ok(task), None) => {
                     let task = Arc::new(task);
                     run_episode(EpisodeInputs {
                         engines: &engines,

@@ -12,7 +12,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "bench binary")]
 
-use cordon_computer::browser::{Browser, BrowserOptions, SessionOptions};
+use cordon_computer::browser::{Browser, BrowserOptions, DEFAULT_CHROMIUM, SessionOptions};
 use cordon_computer::display::{DisplaySpec, Size};
 use cordon_computer::gate::Rules;
 use cordon_computer::image::ImageFormat;
@@ -94,38 +94,81 @@ async fn main() {
     base.allow_private_network = true;
     base.no_sandbox = true;
     let browser = Browser::launch(base.clone()).await.expect("chromium");
-    let mut uncapped_opts = base.clone();
+    let on_demand = base.draws_on_demand();
+    println!(
+        "default browser: {} (frames {})",
+        base.executable.display(),
+        if on_demand {
+            "drawn on demand"
+        } else {
+            "on Chromium's clock"
+        }
+    );
+    // The headless shell drawing at the model's scale (each frame at 1024x640 as drawn),
+    // and the plain binary on its frame clock, in the same run.
+    let scaled = if on_demand {
+        let mut o = base.clone();
+        o.frame_scale = Some(0.8);
+        Some(Browser::launch(o).await.expect("headless shell"))
+    } else {
+        None
+    };
+    let mut plain_opts = base.clone();
+    plain_opts.executable = DEFAULT_CHROMIUM.into();
+    plain_opts.frames_on_demand = None;
+    let plain = if on_demand {
+        Some(Browser::launch(plain_opts.clone()).await.expect("chromium"))
+    } else {
+        None
+    };
+    let clock = plain.as_ref().unwrap_or(&browser);
+    let mut uncapped_opts = plain_opts;
     uncapped_opts.uncapped_frames = true;
     let uncapped = Browser::launch(uncapped_opts).await.expect("chromium");
     let mut cordon_step = f64::NAN;
     let mut cordon_p99 = f64::NAN;
-    // Each configuration counts the screenshots that do not show its click (`stale`).
-    for (dpr, format, name, b, screencast) in [
-        (1.0, ImageFormat::JPEG, "jpeg q80, dpr 1", &browser, false),
-        (
+    let mut scaled_step = (f64::NAN, f64::NAN);
+    let mut configs = vec![(1.0, ImageFormat::JPEG, "jpeg q80, dpr 1", &browser, false)];
+    if let Some(scaled) = &scaled {
+        configs.push((
             1.0,
             ImageFormat::JPEG,
-            "jpeg q80, dpr 1, screencast (opt-in)",
-            &browser,
-            true,
-        ),
+            "jpeg q80, dpr 1, frame scale 0.8",
+            scaled,
+            false,
+        ));
+    }
+    configs.extend([
         (1.0, ImageFormat::Png, "png, dpr 1", &browser, false),
         (2.0, ImageFormat::JPEG, "jpeg q80, dpr 2", &browser, false),
+    ]);
+    if plain.is_some() {
+        configs.push((
+            1.0,
+            ImageFormat::JPEG,
+            "jpeg q80, dpr 1, chromium (frame clock)",
+            clock,
+            false,
+        ));
+    }
+    configs.extend([
         (
             1.0,
             ImageFormat::JPEG,
-            "jpeg q80, dpr 1, uncapped_frames",
+            "jpeg q80, dpr 1, chromium, screencast (opt-in)",
+            clock,
+            true,
+        ),
+        (
+            1.0,
+            ImageFormat::JPEG,
+            "jpeg q80, dpr 1, chromium, uncapped_frames",
             &uncapped,
             false,
         ),
-        (
-            1.0,
-            ImageFormat::JPEG,
-            "jpeg q80, dpr 1, uncapped_frames, screencast (opt-in)",
-            &uncapped,
-            true,
-        ),
-    ] {
+    ]);
+    // Each configuration counts the screenshots that do not show its click (`stale`).
+    for (dpr, format, name, b, screencast) in configs {
         let mut o = opts(&url, dpr);
         o.screencast = screencast;
         let session = b.new_session(o).await.unwrap();
@@ -177,6 +220,9 @@ async fn main() {
             cordon_step = p50;
             cordon_p99 = pct(&mut total, 0.99);
         }
+        if name.contains("frame scale") {
+            scaled_step = (p50, pct(&mut total, 0.99));
+        }
         println!(
             "step (click+settle+capture+scale+encode) 1280x800 -> 1024x640, {name}: p50 {:.1} ms, p99 {:.1} ms \
              [act p50 {:.1}, settle p50 {:.1}, capture p50 {:.1}; resized {resized}/{n}; stale {stale}/{clicks}]",
@@ -189,6 +235,9 @@ async fn main() {
         c.into_backend().close().await.unwrap();
     }
     uncapped.close().await.unwrap();
+    for b in [scaled, plain].into_iter().flatten() {
+        b.close().await.unwrap();
+    }
     // A navigation step: every one opens a new connection (the page server closes each),
     // which goes through the session's SOCKS proxy (name check, resolution, address
     // check, relay). This is the step that pays for the proxy; a click step opens none.
@@ -273,7 +322,15 @@ async fn main() {
     if std::env::var("BENCH_PEERS").is_ok_and(|v| v == "0") {
         return;
     }
-    peers(&url, n, cordon_step, cordon_p99, cordon_session).await;
+    peers(
+        &url,
+        n,
+        cordon_step,
+        cordon_p99,
+        cordon_session,
+        scaled_step,
+    )
+    .await;
 }
 
 /// Steps per second of `sessions` sessions (their own Chromium) clicking at once, each
@@ -337,7 +394,14 @@ async fn concurrent_steps(
 }
 
 /// Runs `benches/peers/browser.mjs` against the same page and prints the comparison.
-async fn peers(url: &str, n: usize, cordon_step: f64, cordon_p99: f64, cordon_session: f64) {
+async fn peers(
+    url: &str,
+    n: usize,
+    cordon_step: f64,
+    cordon_p99: f64,
+    cordon_session: f64,
+    (scaled_step, scaled_p99): (f64, f64),
+) {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../benches/peers");
     if !dir.join("node_modules/playwright-core").exists() {
         println!(
@@ -405,6 +469,14 @@ async fn peers(url: &str, n: usize, cordon_step: f64, cordon_p99: f64, cordon_se
         "ratio step Cordon p99 / Playwright p50: {:.2} (target <= 1.0; {cordon_p99:.1} / {playwright:.1} ms)",
         cordon_p99 / playwright
     );
+    if !scaled_step.is_nan() {
+        println!(
+            "ratio step Cordon at frame scale 0.8 / Playwright: p50 {:.2}, p99 / Playwright p50 {:.2} \
+             ({scaled_step:.1} / {scaled_p99:.1} / {playwright:.1} ms)",
+            scaled_step / playwright,
+            scaled_p99 / playwright
+        );
+    }
     println!(
         "ratio step @playwright/mcp / Cordon: {:.1}x (target >= 8; {mcp:.1} / {cordon_step:.1} ms)",
         mcp / cordon_step

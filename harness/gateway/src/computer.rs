@@ -49,6 +49,13 @@ pub trait Computers: Send + Sync + std::fmt::Debug {
         approved: bool,
     ) -> BoxFuture<'a, Result<ComputerOutcome, String>>;
 
+    /// Whether computer `id` was open when the server stopped (its browser went with the
+    /// process), so a request binding it is told so rather than "no such computer".
+    fn interrupted_by_restart<'a>(&'a self, id: &'a str) -> BoxFuture<'a, bool> {
+        let _ = id;
+        Box::pin(async { false })
+    }
+
     /// The page computer `id` is on (Gemini's action results carry it); `None` when
     /// unknown.
     fn current_url<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Option<String>> {

@@ -11,6 +11,7 @@ use crate::asked_calls::Asks;
 use crate::computer::Computers;
 use crate::containers::Containers;
 use crate::continuation::Continuations;
+use crate::gateway_store::GatewayStore;
 use crate::options::GatewayOptions;
 use crate::record::{NoRecorder, Recorder};
 use crate::set_aside::Stash;
@@ -30,6 +31,8 @@ pub(crate) struct Inner {
     pub(crate) containers: Containers,
     pub(crate) recorder: Arc<dyn Recorder>,
     pub(crate) computers: Option<Arc<dyn Computers>>,
+    /// Where what must outlive the process is kept (none: memory only).
+    pub(crate) store: Option<Arc<dyn GatewayStore>>,
     pub(crate) options: GatewayOptions,
     /// Calls that ran inline in a turn handed to the client, by that turn's client calls.
     pub(crate) stash: Stash,
@@ -42,23 +45,31 @@ pub(crate) struct Inner {
 impl Gateway {
     /// A gateway to `upstream` with no server tools, no sandbox and no recording.
     pub fn new(upstream: Arc<dyn Upstream>, options: GatewayOptions) -> Self {
-        Self::build(upstream, options, None, None, Arc::new(NoRecorder), None)
+        let parts = Parts {
+            operator: None,
+            sandbox: None,
+            recorder: Arc::new(NoRecorder),
+            computers: None,
+            store: None,
+        };
+        Self::build(upstream, options, parts)
     }
 
-    fn build(
-        upstream: Arc<dyn Upstream>,
-        options: GatewayOptions,
-        operator: Option<Dispatcher>,
-        sandbox: Option<Sandbox>,
-        recorder: Arc<dyn Recorder>,
-        computers: Option<Arc<dyn Computers>>,
-    ) -> Self {
+    fn build(upstream: Arc<dyn Upstream>, options: GatewayOptions, parts: Parts) -> Self {
+        let Parts {
+            operator,
+            sandbox,
+            recorder,
+            computers,
+            store,
+        } = parts;
         Gateway {
             inner: Arc::new(Inner {
                 upstream,
                 operator,
                 containers: Containers::new(
                     sandbox,
+                    store.clone(),
                     options.container_ttl,
                     options.program_wait,
                     options.max_containers,
@@ -67,9 +78,10 @@ impl Gateway {
                 recorder,
                 computers,
                 options,
-                stash: Stash::default(),
-                asks: Asks::default(),
-                continuations: Continuations::default(),
+                stash: Stash::new(store.clone()),
+                asks: Asks::new(store.clone()),
+                continuations: Continuations::new(store.clone()),
+                store,
             }),
         }
     }
@@ -81,16 +93,10 @@ impl Gateway {
             sandbox: inner.containers.sandbox(),
             recorder: inner.recorder.clone(),
             computers: inner.computers.clone(),
+            store: inner.store.clone(),
         };
         f(&mut parts);
-        Self::build(
-            inner.upstream.clone(),
-            inner.options.clone(),
-            parts.operator,
-            parts.sandbox,
-            parts.recorder,
-            parts.computers,
-        )
+        Self::build(inner.upstream.clone(), inner.options.clone(), parts)
     }
 
     /// Operator server tools (a tools file's registry).
@@ -113,6 +119,13 @@ impl Gateway {
         self.rebuild(|p| p.computers = Some(computers))
     }
 
+    /// Where what is at rest between two client requests is kept (idle containers, calls
+    /// waiting for approval, continuations), so it outlives this process: a gateway on the
+    /// same store after a restart takes them up ("Restarts" in `docs/gateway.md`).
+    pub fn with_store(self, store: Arc<dyn GatewayStore>) -> Self {
+        self.rebuild(|p| p.store = Some(store))
+    }
+
     /// The upstream, as `API=URL`.
     pub fn upstream(&self) -> String {
         self.inner.upstream.describe()
@@ -124,4 +137,5 @@ struct Parts {
     sandbox: Option<Sandbox>,
     recorder: Arc<dyn Recorder>,
     computers: Option<Arc<dyn Computers>>,
+    store: Option<Arc<dyn GatewayStore>>,
 }

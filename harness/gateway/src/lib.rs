@@ -40,9 +40,11 @@ mod bounded_map;
 mod call_ids;
 mod code_output;
 mod computer;
+mod container_record;
 mod containers;
 mod continuation;
 mod gateway;
+pub mod gateway_store;
 mod gemini_upstream;
 mod messages;
 mod options;
@@ -58,6 +60,7 @@ pub mod upstream;
 pub use computer::{ComputerOutcome, Computers};
 pub use containers::{ContainerError, ProgramCall};
 pub use gateway::Gateway;
+pub use gateway_store::{GatewayStore, GatewayStoreError, MemoryGatewayStore};
 pub use messages::{LiveStream, MessagesAnswer, MessagesCall, MessagesReply, StreamHead};
 pub use options::{
     DEFAULT_CONTAINER_TTL, DEFAULT_MAX_CONTAINERS, DEFAULT_MAX_TOOL_ROUNDS, DEFAULT_PROGRAM_WAIT,

@@ -13,7 +13,7 @@ use cordon_protocol::tool::ToolDeclaration;
 use serde_json::{Value, json};
 
 use crate::code_output::model_text;
-use crate::containers::{Container, Outcome};
+use crate::containers::{Container, ContainerError, Outcome};
 use crate::gateway::Inner;
 
 /// Who runs a model's tool call.
@@ -174,9 +174,24 @@ pub(crate) fn code_of(call: &ToolCall) -> Option<&str> {
     call.input.get("code").and_then(Value::as_str)
 }
 
-/// A container holding a program that waits for tool results: it runs no other.
+/// Why a program did not start in its container.
 #[derive(Debug)]
-pub(crate) struct ContainerBusy;
+pub(crate) enum ProgramRefused {
+    /// The container holds a program that waits for tool results: it runs no other.
+    Busy,
+    /// The container was at rest and could not be brought back.
+    Lost(ContainerError),
+}
+
+impl ProgramRefused {
+    /// What the model reads.
+    pub(crate) fn message(&self) -> String {
+        match self {
+            ProgramRefused::Busy => CONTAINER_BUSY.to_owned(),
+            ProgramRefused::Lost(error) => error.to_string(),
+        }
+    }
+}
 
 /// Runs `code` for the code call `call_id` (of type `kind`) in `container`, with `tools`
 /// callable from it, until it ends or suspends on client tools (it then waits in the
@@ -187,12 +202,15 @@ pub(crate) async fn run_program(
     tools: Dispatcher,
     call_id: &str,
     kind: &str,
-) -> Result<Outcome, ContainerBusy> {
+) -> Result<Outcome, ProgramRefused> {
     let mut slot = container.running.lock().await;
     if slot.is_some() {
-        return Err(ContainerBusy);
+        return Err(ProgramRefused::Busy);
     }
-    let (outcome, running) = container.run(code, tools, call_id, kind).await;
+    let (outcome, running) = container
+        .run(code, tools, call_id, kind)
+        .await
+        .map_err(ProgramRefused::Lost)?;
     *slot = running;
     drop(slot);
     Ok(outcome)

@@ -143,8 +143,12 @@ pub enum ExecutionStatus {
     LimitExceeded,
     /// The caller cancelled it.
     Cancelled,
-    /// The process serving it went away before it ended.
+    /// The process serving it went away before it ended (before replicas: now
+    /// `interrupted`; kept so stored results still read).
     Expired,
+    /// The process (replica) running it stopped before it ended — it exited, was killed,
+    /// or stopped renewing its lease; the final `execution.completed` says which replica.
+    Interrupted,
 }
 
 impl ExecutionStatus {
@@ -156,6 +160,7 @@ impl ExecutionStatus {
             ExecutionStatus::LimitExceeded => "limit_exceeded",
             ExecutionStatus::Cancelled => "cancelled",
             ExecutionStatus::Expired => "expired",
+            ExecutionStatus::Interrupted => "interrupted",
         }
     }
 }

@@ -89,11 +89,15 @@ pub struct SandboxInfo {
     pub tools: Vec<String>,
     /// When it expires if unused (RFC 3339, UTC).
     pub expires_at: String,
-    /// `live` or `expired`.
+    /// `live`, `paused` (its state is stored; the next execution resumes it), `expired`,
+    /// or `interrupted` (the server stopped before pausing it).
     pub state: String,
     /// Why it is no longer live.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Bytes its paused state takes in the object store, while `paused`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused_bytes: Option<u64>,
 }
 
 /// `POST /v1/sandboxes/{id}/executions`.
@@ -208,8 +212,10 @@ pub enum ExecutionState {
     LimitExceeded,
     /// It was cancelled.
     Cancelled,
-    /// The server stopped before it ended.
+    /// The server stopped before it ended (results stored before replicas).
     Expired,
+    /// The replica running it stopped before it ended.
+    Interrupted,
 }
 
 impl ExecutionState {
@@ -221,6 +227,7 @@ impl ExecutionState {
             "error" => ExecutionState::Error,
             "limit_exceeded" => ExecutionState::LimitExceeded,
             "cancelled" => ExecutionState::Cancelled,
+            "interrupted" => ExecutionState::Interrupted,
             _ => ExecutionState::Expired,
         }
     }

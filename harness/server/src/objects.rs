@@ -35,6 +35,14 @@ pub enum ObjectsError {
         "the object key {0:?} is not allowed (letters, digits, `_`, `-`, `.`, `/` only, no `..`)"
     )]
     Key(String),
+    /// An object of a local store could not be made owner-only.
+    #[error("could not make {path} owner-only: {source}")]
+    Private {
+        /// The object's file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
     /// The store answered with an error.
     #[error("the object store failed: {0}")]
     Store(#[from] object_store::Error),
@@ -46,6 +54,9 @@ pub struct Objects {
     store: Arc<dyn ObjectStore>,
     prefix: ObjectPath,
     shown: String,
+    /// The folder of a local store: its objects (paused sandboxes' memory and files) are
+    /// made owner-only, as the database is.
+    folder: Option<std::path::PathBuf>,
 }
 
 impl fmt::Debug for Objects {
@@ -104,19 +115,40 @@ impl Objects {
                 prefix: ObjectPath::parse(prefix)
                     .map_err(|_| refuse("the prefix is not a plain path".into()))?,
                 shown: format!("s3://{bucket}/{prefix}"),
+                folder: None,
             });
         }
         let folder = location.strip_prefix("file://").unwrap_or(location);
         if folder.is_empty() || folder.contains("://") {
             return Err(refuse("unknown scheme".into()));
         }
-        std::fs::create_dir_all(folder).map_err(|e| refuse(e.to_string()))?;
+        {
+            use std::os::unix::fs::DirBuilderExt as _;
+            // Created owner-only (an existing folder keeps its mode).
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(folder)
+                .map_err(|e| refuse(e.to_string()))?;
+        }
         let store = LocalFileSystem::new_with_prefix(folder).map_err(|e| refuse(e.to_string()))?;
         Ok(Objects {
             store: Arc::new(store),
             prefix: ObjectPath::default(),
             shown: folder.to_owned(),
+            folder: Some(std::path::PathBuf::from(folder)),
         })
+    }
+
+    /// A store in this process's memory only (tests, and servers given no location):
+    /// what it holds is gone when the process exits.
+    pub fn in_memory() -> Objects {
+        Objects {
+            store: Arc::new(object_store::memory::InMemory::new()),
+            prefix: ObjectPath::default(),
+            shown: "memory".to_owned(),
+            folder: None,
+        }
     }
 
     /// Where the store is, for logs (never carries credentials: they come from the
@@ -129,6 +161,24 @@ impl Objects {
     pub async fn put(&self, key: &str, bytes: Bytes) -> Result<(), ObjectsError> {
         let path = self.path(key)?;
         self.store.put(&path, PutPayload::from_bytes(bytes)).await?;
+        if let Some(folder) = &self.folder {
+            use std::os::unix::fs::PermissionsExt as _;
+            let file = folder.join(key);
+            let private = std::fs::Permissions::from_mode(0o600);
+            std::fs::set_permissions(&file, private).map_err(|source| ObjectsError::Private {
+                path: file.display().to_string(),
+                source,
+            })?;
+            // Its folders (`paused/`) were made by the store with the default mode.
+            let mut dir = file.parent();
+            while let Some(at) = dir {
+                if at == folder.as_path() || !at.starts_with(folder) {
+                    break;
+                }
+                let _ = std::fs::set_permissions(at, std::fs::Permissions::from_mode(0o700));
+                dir = at.parent();
+            }
+        }
         Ok(())
     }
 
@@ -218,6 +268,14 @@ mod tests {
             Some(&b"second"[..])
         );
         assert!(dir.path().join("paused/sbx_1").is_file());
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            let mode = |path: &std::path::Path| {
+                std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+            };
+            assert_eq!(mode(&dir.path().join("paused/sbx_1")), 0o600);
+            assert_eq!(mode(&dir.path().join("paused")), 0o700);
+        }
         objects.delete("paused/sbx_1").await.unwrap();
         objects.delete("paused/sbx_1").await.unwrap();
         assert_eq!(objects.get("paused/sbx_1").await.unwrap(), None);

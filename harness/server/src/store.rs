@@ -38,11 +38,19 @@ mod db_file;
 mod approvals;
 mod computers;
 mod conversations;
+mod envs;
 mod events;
 mod executions;
 mod meta;
 mod sandboxes;
+// Replicas: heartbeats, owners (its tables and shared SQL first).
+mod replicas_schema;
+mod replicas;
+// Paused sandboxes (beside `sandboxes`, whose rows they change).
+mod paused;
 mod sessions;
+// The model gateway's records between two client requests (`GatewayStore`).
+mod gateway_records;
 // Operations across table groups.
 mod purge;
 mod recovery;
@@ -60,10 +68,12 @@ pub use conversations::{
     ConversationEntryRow, ConversationRow, ConversationSummary, NewConversationEntry,
 };
 pub use db_file::default_db_path;
+pub use envs::{ENV_CLOSED, ENV_INTERRUPTED, ENV_LIVE, EnvEpisodeRow, EnvRow};
 pub use error::{Result, StoreError};
 pub use events::{EventRow, event_type};
 pub use executions::{ExecutionRow, RUNNING};
 pub use location::{DbLocation, is_postgres_url};
 pub use purge::Purged;
-pub use recovery::COMPUTER_RESTART_REASON;
+pub use replicas_schema::{LiveOwner, Owned, Recovery};
+pub use recovery::{COMPUTER_RESTART_REASON, SANDBOX_RESTART_REASON};
 pub use sandboxes::SandboxRow;

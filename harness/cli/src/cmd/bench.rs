@@ -9,8 +9,9 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
+use cordon_agent_bench::remote::RemoteServers;
 use cordon_agent_bench::run::{Policy, RunOptions, run_suite};
-use cordon_agent_bench::task::Suite;
+use cordon_agent_bench::task::{Suite, SuiteSource};
 use cordon_computer::browser::BrowserOptions;
 
 use policies::{ComputerTool, ExternalPolicy, SafetyChecks, UpstreamPolicy};
@@ -48,7 +49,9 @@ Examples:
       --upstream anthropic=https://api.anthropic.com --out runs/model
   CORDON_UPSTREAM_KEY=... cordon bench --suite builtin --policy upstream --model gpt-5.4 \\
       --upstream openai-responses=https://api.openai.com/v1 --safety-checks approve --out runs/oa
-  cordon bench --suite builtin --policy external --out runs/agent   # prints each episode's URL")]
+  cordon bench --suite builtin --policy external --out runs/agent   # prints each episode's URL
+  cordon bench --suite builtin --policy script --jobs 4 --out runs/spread \\
+      --remote http://10.0.0.5:7420 --remote http://10.0.0.6:7420 --token $CORDON_TOKEN")]
 pub struct BenchArgs {
     /// `builtin` (web tasks compiled into cordon: forms, dialogs, scrolling, autocomplete,
     /// drag), `miniwob` or `miniwob:TASK,TASK` (MiniWoB++'s published pages, fetched into
@@ -103,6 +106,21 @@ pub struct BenchArgs {
     /// `pending_safety_checks`, Gemini `require_confirmation`): `deny` ends the episode.
     #[arg(long, value_enum, default_value = "deny", value_name = "approve|deny")]
     safety_checks: SafetyChecks,
+    /// Run the web episodes on this Cordon server (`cordon serve`) through its `/v1/envs`
+    /// API instead of a local browser (repeatable: the episodes are spread over the
+    /// servers, each to the one with the fewest of the run's episodes in flight). A server
+    /// that cannot be reached is taken out of the run; its episodes are errors.
+    #[arg(long = "remote", value_name = "URL")]
+    remote: Vec<String>,
+    /// Bearer token for the `--remote` servers (their `cordon serve --token`); unused
+    /// without `--remote`.
+    #[arg(
+        long,
+        env = "CORDON_TOKEN",
+        hide_env_values = true,
+        value_name = "TOKEN"
+    )]
+    token: Option<String>,
     /// Where `--policy external` serves the episodes.
     #[arg(long, default_value = "127.0.0.1:0", value_name = "HOST:PORT")]
     addr: String,
@@ -225,6 +243,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             dir = out.display()
         );
     }
+    let remote = remote_servers(&args, policy, &suite)?;
     let mut browser = BrowserOptions::default();
     if let Some(path) = &args.chromium {
         browser = browser.executable(path);
@@ -251,6 +270,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         .jobs(args.jobs)
         .dpr(dpr)
         .resume(resume)
+        .remote(remote)
         .progress_bar(
             !args.no_progress_bar && std::io::IsTerminal::is_terminal(&std::io::stderr()),
         );
@@ -268,6 +288,39 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// `--remote URL …`: the servers the episodes run on, after checking that they can run
+/// them (the policy drives them over HTTP, the servers know the suite).
+fn remote_servers(
+    args: &BenchArgs,
+    policy: PolicyArg,
+    suite: &Suite,
+) -> anyhow::Result<Option<Arc<RemoteServers>>> {
+    if args.remote.is_empty() {
+        return Ok(None);
+    }
+    if policy == PolicyArg::External {
+        bail!(
+            "--policy external serves the episodes itself; an outside agent can use the \
+             servers' /v1/envs directly instead of --remote"
+        );
+    }
+    if matches!(suite.source, SuiteSource::Dir(_))
+        && !suite
+            .entries
+            .iter()
+            .filter_map(|e| e.task.as_ref().ok())
+            .all(cordon_agent_bench::miniwob::is_package_task)
+    {
+        bail!(
+            "the --remote servers know the built-in and miniwob suites only (their tasks are \
+             named, not sent); run a suite directory without --remote"
+        );
+    }
+    let servers =
+        RemoteServers::new(&args.remote, args.token.clone()).map_err(anyhow::Error::msg)?;
+    Ok(Some(Arc::new(servers)))
+}
+
 /// Whether `dir` holds (part of) a bench run: its metadata, results or episodes.
 fn holds_a_run(dir: &Path) -> bool {
     ["run.json", "results.json", "episodes"]
@@ -278,9 +331,15 @@ fn holds_a_run(dir: &Path) -> bool {
 /// The table of episodes and the summary line; the rate is the run's own, over the
 /// episodes this invocation ran (a resume keeps the others).
 fn print_summary(results: &cordon_agent_bench::run::RunResults) {
+    let remote = results.episodes.iter().any(|e| e.server.is_some());
     println!(
-        "{:<24} {:>8} {:>7} {:>6} {:>10}  note",
-        "episode", "result", "reward", "steps", "ms"
+        "{:<24} {:>8} {:>7} {:>6} {:>10}  {}note",
+        "episode",
+        "result",
+        "reward",
+        "steps",
+        "ms",
+        if remote { "server  " } else { "" }
     );
     for e in &results.episodes {
         let verdict = if e.success {
@@ -297,8 +356,13 @@ fn print_summary(results: &cordon_agent_bench::run::RunResults) {
                 String::new()
             }
         });
+        let server = match (&e.server, remote) {
+            (Some(server), _) => format!("{server}  "),
+            (None, true) => "-  ".to_owned(),
+            (None, false) => String::new(),
+        };
         println!(
-            "{:<24} {:>8} {:>7} {:>6} {:>10.0}  {}",
+            "{:<24} {:>8} {:>7} {:>6} {:>10.0}  {server}{}",
             e.id, verdict, e.reward, e.steps, e.duration_ms, note
         );
     }

@@ -14,6 +14,7 @@ use cordon_server::http::{
     DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_COMPUTERS, DEFAULT_MAX_SANDBOXES,
     DEFAULT_MAX_WORKSPACE_BYTES_TOTAL, HttpApi, HttpOptions,
 };
+use cordon_server::objects::Objects;
 use cordon_server::store::{DbLocation, Store, default_db_path};
 
 use std::sync::Arc;
@@ -21,7 +22,7 @@ use std::sync::Arc;
 use cordon_core::ToolRegistry;
 use cordon_gateway::script::ScriptUpstream;
 use cordon_gateway::{Api, Credential, GatewayOptions, HttpUpstream, Upstream};
-use cordon_server::http::{GatewaySetup, parse_duration};
+use cordon_server::http::{GatewaySetup, parse_duration, parse_replica_address};
 
 use crate::flags::{BrowserFlags, parse_connect_policy};
 use crate::setup::{connect_with_policies, prepare_in_background, sandbox, shutdown_signal};
@@ -92,6 +93,25 @@ pub struct ServeArgs {
     /// Where computer sessions' trajectories go [default: `trajectories/` next to --db].
     #[arg(long, value_name = "DIR")]
     pub trajectories: Option<PathBuf>,
+    /// Where paused sandboxes' state goes (and the gateway's idle code containers): a
+    /// folder, or `s3://bucket/prefix` (S3 settings from the AWS variables, or
+    /// `?endpoint=…&region=…`) [default: `objects/` next to --db].
+    #[arg(long, value_name = "LOCATION")]
+    pub objects: Option<String>,
+    /// Idle time after which a live sandbox is paused (its state stored, its instance and
+    /// memory freed; the next execution resumes it): 30s, 5m, 1h; `off` pauses only when
+    /// asked and at a graceful stop.
+    #[arg(long, default_value = "5m", value_name = "DURATION", value_parser = parse_pause_after)]
+    pub pause_after: PauseAfter,
+    /// How the other replicas on the same --db (PostgreSQL) reach this server, e.g.
+    /// http://10.0.0.5:7420. A request for a sandbox, execution or computer session
+    /// another replica holds is forwarded to it; without this flag the server runs alone.
+    #[arg(long, value_name = "URL", value_parser = parse_replica_address)]
+    pub replica_address: Option<String>,
+    /// A replica whose heartbeat is older than this is taken for dead: the others end
+    /// what it held (executions `interrupted`). Give every replica the same value.
+    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = parse_duration)]
+    pub replica_lease: std::time::Duration,
     /// Put a model behind `POST /v1/messages`: API is anthropic, openai-chat or
     /// openai-responses and URL what that vendor's SDK takes as base_url; or
     /// `script=FILE.jsonl`, a recorded model (docs/gateway.md).
@@ -225,6 +245,17 @@ fn parse_retain(text: &str) -> Result<Retain, String> {
     ))))
 }
 
+/// `--pause-after`: idle time before a sandbox is paused (`None`: off).
+#[derive(Debug, Clone, Copy)]
+pub struct PauseAfter(pub Option<std::time::Duration>);
+
+fn parse_pause_after(text: &str) -> Result<PauseAfter, String> {
+    if matches!(text.trim(), "off" | "never") {
+        return Ok(PauseAfter(None));
+    }
+    parse_duration(text).map(|after| PauseAfter(Some(after)))
+}
+
 /// `cordon serve`.
 pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     if !args.addr.ip().is_loopback() && args.token.is_none() {
@@ -268,7 +299,26 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or(std::path::Path::new("."))
             .join("trajectories")
     });
+    let objects_location = args.objects.clone().or_else(|| match &location {
+        // Nothing outlives an in-memory database: its paused sandboxes stay in memory too.
+        DbLocation::Sqlite(path) if path.as_os_str() == ":memory:" => None,
+        _ => Some(
+            beside_db(beside.as_deref(), "objects")
+                .display()
+                .to_string(),
+        ),
+    });
+    let objects = match &objects_location {
+        Some(at) => {
+            Some(Objects::open(at).with_context(|| format!("opening the object store at {at}"))?)
+        }
+        None => None,
+    };
     let options = HttpOptions::default()
+        .objects(objects)
+        .pause_after(args.pause_after.0)
+        .replica_address(args.replica_address)
+        .replica_lease(args.replica_lease)
         .connections(connect_with_policies(&args.connect, &args.connect_policy).await?)
         .allowed_hosts(args.allow_host)
         .allow_host_tools(args.allow_host_tools)
@@ -287,7 +337,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let stopper = api.shutdown_handle();
     if api.expired_on_start() > 0 {
         eprintln!(
-            "cordon: {} execution(s) were running when the last server stopped; they are now `expired`",
+            "cordon: {} execution(s) were running when the last server stopped; they are now `interrupted`",
             api.expired_on_start()
         );
     }
@@ -302,7 +352,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     );
     // Open event streams of suspended executions would hold a graceful shutdown open
     // for minutes: after a signal, connections get a short grace period, then the process
-    // exits (executions still running are recovered as `expired` at the next start).
+    // exits (executions still running are recovered as `interrupted` at the next start,
+    // or by another replica once this one's lease lapses).
     let stop = std::sync::Arc::new(tokio::sync::Notify::new());
     let notify = stop.clone();
     let signalled = async move {
@@ -319,6 +370,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // Computer sessions end and Chromium stops (also when the grace period ran out).
     let _ = tokio::time::timeout(SHUTDOWN_GRACE, stopper.shutdown()).await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `name` in the folder of the database file `db` (`.` when it has none).
+fn beside_db(db: Option<&std::path::Path>, name: &str) -> PathBuf {
+    db.and_then(std::path::Path::parent)
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."))
+        .join(name)
 }
 
 /// A language name as every interface takes it (`python`, `python-lite`, `javascript`).

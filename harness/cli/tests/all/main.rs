@@ -16,14 +16,18 @@ mod browser;
 #[cfg(feature = "desktop")]
 mod desktop;
 mod docs;
+mod envs_remote;
 mod files;
 mod first_use;
 mod gateway;
+mod gateway_restart;
 mod gateway_streaming;
 mod packs;
 // The throwaway PostgreSQL cluster of `cordon-server`'s tests, for `--db postgres://…`.
 #[path = "../../../server/tests/all/postgres_cluster.rs"]
 mod postgres_cluster;
+mod replica_routing;
+mod replicas;
 mod serve;
 
 use pretty_assertions::assert_eq;

@@ -16,9 +16,9 @@ fn e2e(script: &str) -> PathBuf {
 }
 
 /// A `cordon` server process, killed when dropped.
-struct Server {
+pub(crate) struct Server {
     child: Child,
-    url: String,
+    pub(crate) url: String,
 }
 
 impl Drop for Server {
@@ -60,7 +60,7 @@ fn chromium_of(pid: u32) -> Vec<u32> {
 
 impl Server {
     /// Starts `cordon <args>` and waits for its "listening on http://…" line.
-    fn start(args: &[&str]) -> Server {
+    pub(crate) fn start(args: &[&str]) -> Server {
         let mut child = Command::new(crate::cordon_bin())
             .args(args)
             .stdin(Stdio::null())
@@ -93,7 +93,7 @@ impl Server {
         Server { child, url }
     }
 
-    fn serve(db: &Path, extra: &[&str]) -> Server {
+    pub(crate) fn serve(db: &Path, extra: &[&str]) -> Server {
         // The test pages are on loopback (a private network) and CI runs as root: both
         // are lifted explicitly, as an operator would.
         let mut args = vec![
@@ -120,8 +120,13 @@ impl Server {
         );
     }
 
+    /// Its process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// `kill -9`: no chance to clean up. Returns the pid it had.
-    fn kill_9(mut self) -> u32 {
+    pub(crate) fn kill_9(mut self) -> u32 {
         let pid = self.child.id();
         self.child.kill().expect("SIGKILL is delivered");
         let _ = self.child.wait();
@@ -189,6 +194,26 @@ fn http_api_history_survives_kill_9_and_live_executions_expire() {
     );
     crate::e2e_script("http_api.py", &["after_restart", &server.url, state]);
     server.terminate_and_check_chromium();
+}
+
+#[test]
+fn http_api_a_paused_sandbox_survives_kill_9_and_the_next_server_resumes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("cordon.db");
+    let state = dir.path().join("state.json");
+    let state = state.to_str().unwrap();
+    let server = Server::serve(&db, &["--pause-after", "off"]);
+    crate::e2e_script("paused_restart.py", &["before_kill", &server.url, state]);
+    server.kill_9();
+    let paused = files_under(&dir.path().join("objects"));
+    assert_eq!(paused.len(), 1, "one paused sandbox beside the database: {paused:?}");
+    let server = Server::serve(&db, &["--pause-after", "off"]);
+    crate::e2e_script("paused_restart.py", &["after_restart", &server.url, state]);
+    assert_eq!(
+        files_under(&dir.path().join("objects")),
+        Vec::<PathBuf>::new(),
+        "a resumed sandbox's stored state is deleted"
+    );
 }
 
 #[test]

@@ -1,9 +1,12 @@
 //! One capture of the page at the model's size: `Page.captureScreenshot` with `clip.scale`
 //! (Chromium draws a new frame after the request and copies it), or, where a session opts
 //! in (`SessionOptions::screencast`), the first frame of a screencast for the whole
-//! viewport (a copy of what was last drawn: faster, but it can predate the action).
+//! viewport (a copy of what was last drawn: faster, but it can predate the action); on a
+//! page that draws only when asked (the headless shell, see `frames`), the screenshot of a
+//! frame drawn for the capture.
 
 use super::cdp::cdp;
+use super::frames::{FrameDriver, drawn_through};
 use super::session::BrowserSession;
 use crate::display::CapturePlan;
 use crate::error::{Error, Result};
@@ -37,48 +40,80 @@ impl BrowserSession {
         // it is drawn, so the image shows every change the page made before: the action's
         // handler and what settling waited for. A screencast's first frame does not wait
         // for that (see `screencast_frame`), so it is used only where the session opted in.
+        if let Some(driver) = self.frame_driver() {
+            return self.capture_drawn(&driver, plan, format).await;
+        }
         if self.screencast_fits(plan)
             && let Some((data, at)) = self.screencast_frame(plan, format).await?
         {
             self.scroll_hint = None;
             return Ok((fit(data, format, plan.out, format)?, at));
         }
-        // The clip is in document coordinates, so add the scroll offset, read now because
-        // wheel scrolling lands on the compositor after the page's own turn (measured: an
-        // offset read while settling was stale at DPR 2).
-        let (page_x, page_y) = match self.scroll_hint.take() {
-            Some(offset) => offset,
-            None => {
-                let m = self
-                    .page
-                    .execute(GetLayoutMetricsParams::default())
-                    .await
-                    .map_err(cdp)?;
-                (
-                    m.result.css_visual_viewport.page_x,
-                    m.result.css_visual_viewport.page_y,
-                )
-            }
-        };
-        let clip = Viewport {
-            x: plan.clip.x + page_x,
-            y: plan.clip.y + page_y,
-            width: plan.clip.width,
-            height: plan.clip.height,
-            scale: plan.scale,
-        };
-        let data = self.screenshot(format, clip).await?;
+        let (page_x, page_y) = self.scroll_offset_now().await?;
+        let data = self
+            .screenshot(format, clip_at(plan, (page_x, page_y)))
+            .await?;
         Ok((fit(data, format, plan.out, format)?, (page_x, page_y)))
+    }
+
+    /// The scroll offset the clip is placed at: the one settling read when nothing can
+    /// have moved it since, else read now, because wheel scrolling lands on the
+    /// compositor after the page's own turn (measured: an offset read while settling was
+    /// stale at DPR 2).
+    async fn scroll_offset_now(&mut self) -> Result<(f64, f64)> {
+        if let Some(offset) = self.scroll_hint.take() {
+            return Ok(offset);
+        }
+        let m = self
+            .page
+            .execute(GetLayoutMetricsParams::default())
+            .await
+            .map_err(cdp)?;
+        Ok((
+            m.result.css_visual_viewport.page_x,
+            m.result.css_visual_viewport.page_y,
+        ))
+    }
+
+    /// A capture on a page that draws only when asked (see `frames`). The whole viewport
+    /// at the frame's size (the session's scale is the browser's frame scale) is the
+    /// screenshot of one frame drawn now: the frame right after the action. Anything else
+    /// (a zoomed region, another scale) is `Page.captureScreenshot` at its own scale, with
+    /// frames drawn until it returns: rendered at the model's size by Chromium, which was
+    /// faster than a full frame resized here.
+    async fn capture_drawn(
+        &mut self,
+        driver: &FrameDriver,
+        plan: &CapturePlan,
+        format: ImageFormat,
+    ) -> Result<(EncodedImage, (f64, f64))> {
+        if self.whole_viewport(plan) && plan.out == self.frame_size {
+            let (shot, offset) =
+                futures::future::join(driver.shot(format), self.scroll_offset_now()).await;
+            self.net.drain();
+            self.drawn_activity = self.net.activity;
+            if let Some(data) = shot? {
+                return Ok((fit(data, format, plan.out, format)?, offset?));
+            }
+        }
+        let offset = self.scroll_offset_now().await?;
+        let data = drawn_through(driver, self.screenshot(format, clip_at(plan, offset))).await?;
+        Ok((fit(data, format, plan.out, format)?, offset))
+    }
+
+    /// Whether `plan` shows the whole viewport.
+    fn whole_viewport(&self, plan: &CapturePlan) -> bool {
+        plan.clip.x == 0.0
+            && plan.clip.y == 0.0
+            && plan.clip.width == f64::from(self.viewport.width)
+            && plan.clip.height == f64::from(self.viewport.height)
     }
 
     /// Whether `plan` is the whole viewport shown at the model's size, which the
     /// screencast delivers directly.
     fn screencast_fits(&self, plan: &CapturePlan) -> bool {
         self.screencast
-            && plan.clip.x == 0.0
-            && plan.clip.y == 0.0
-            && plan.clip.width == f64::from(self.viewport.width)
-            && plan.clip.height == f64::from(self.viewport.height)
+            && self.whole_viewport(plan)
             && plan.out.width <= self.viewport.width
             && plan.out.height <= self.viewport.height
     }
@@ -163,5 +198,16 @@ impl BrowserSession {
         base64::engine::general_purpose::STANDARD
             .decode(b64)
             .map_err(|e| Error::Browser(format!("screenshot data: {e}")))
+    }
+}
+
+/// The CDP clip of `plan` in document coordinates (the plan's clip is in viewport ones).
+fn clip_at(plan: &CapturePlan, (page_x, page_y): (f64, f64)) -> Viewport {
+    Viewport {
+        x: plan.clip.x + page_x,
+        y: plan.clip.y + page_y,
+        width: plan.clip.width,
+        height: plan.clip.height,
+        scale: plan.scale,
     }
 }

@@ -60,8 +60,10 @@ pub(super) async fn spawn_chromium(
             "deny-permission-prompts",
             // WebRTC would otherwise send UDP (STUN, host candidates) around the session's
             // proxy, which carries TCP only.
-            // (Debian's Chromium reads this switch; `force-webrtc-…` is not in it.)
+            // (Debian's Chromium reads this switch; `force-webrtc-…` is not in it. The
+            // headless shell reads only the `force-` one.)
             "webrtc-ip-handling-policy=disable_non_proxied_udp",
+            "force-webrtc-ip-handling-policy=disable_non_proxied_udp",
             // Chromium's own traffic (component updates, QUIC probes, autofill field
             // lookups on form pages) would go through the session's proxy, be refused, and
             // show up in the step's text as refusals the page never asked for.
@@ -75,6 +77,24 @@ pub(super) async fn spawn_chromium(
         .args(opts.extra_args.iter().map(String::as_str));
     if opts.uncapped_frames {
         builder = builder.args(["disable-gpu-vsync", "disable-frame-rate-limit"]);
+    }
+    if opts.draws_on_demand() {
+        // Pages created with begin-frame control draw only on `beginFrame`; running every
+        // compositor stage before the draw makes that frame hold the main frame's latest
+        // state (the action's effects), not the previous commit.
+        builder = builder.args([
+            "enable-begin-frame-control",
+            "run-all-compositor-stages-before-draw",
+        ]);
+        if let Some(scale) = opts.frame_scale {
+            if !(scale.is_finite() && scale > 0.0) {
+                return Err(Error::Config(format!(
+                    "frame scale {scale} is not a positive number"
+                )));
+            }
+            let scale = format!("force-device-scale-factor={scale}");
+            builder = builder.args([scale.as_str()]);
+        }
     }
     if opts.no_sandbox {
         builder = builder.no_sandbox();

@@ -2,6 +2,7 @@
 //! key table), inserted text, navigation and history.
 
 use super::cdp::cdp;
+use super::frames::pumped;
 use super::net_watch::NetEvent;
 use super::session::BrowserSession;
 use super::state::locked;
@@ -122,7 +123,27 @@ impl BrowserSession {
         Ok(())
     }
 
+    /// Runs `op`. On a page that draws only when asked, frames are drawn while it takes
+    /// longer than a frame: Chromium holds pointer moves and wheel input until the next
+    /// frame, and a navigation or a sleep should see the page move as it would.
     pub(super) async fn run_inner(&mut self, op: &Op) -> Result<()> {
+        let driver = self.frame_driver();
+        if let Some(frames) = &driver
+            && !matches!(
+                op,
+                Op::Navigate { .. } | Op::History { .. } | Op::Sleep { .. }
+            )
+        {
+            self.net.drain();
+            if self.net.activity != self.drawn_activity {
+                frames.draw().await;
+                self.drawn_activity = self.net.activity;
+            }
+        }
+        pumped(driver.as_ref(), self.run_op(op)).await
+    }
+
+    async fn run_op(&mut self, op: &Op) -> Result<()> {
         self.needs_frame |= matches!(op, Op::Wheel { .. } | Op::Move { .. } | Op::History { .. });
         match op {
             Op::Move { to, pressed } => {

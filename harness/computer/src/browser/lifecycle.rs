@@ -54,6 +54,7 @@ impl Browser {
             contexts: Mutex::new(HashMap::new()),
             refused: Mutex::new(HashMap::new()),
             navigating: Mutex::new(HashSet::new()),
+            frame_turn: Arc::new(tokio::sync::Mutex::new(())),
             opts,
         });
         let this = Self { shared };

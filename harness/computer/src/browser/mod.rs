@@ -28,6 +28,7 @@
 //! - `input`: screen ops as CDP input, text, navigation and history;
 //! - `settle`: waiting for the page to react, go quiet and hold still around the capture;
 //! - `file_chooser`: answering file choosers with the session's upload files;
+//! - `frames`: frames on demand (the headless shell's begin-frame control);
 //! - `capture`: `Page.captureScreenshot` (or an opted-in screencast frame) at the model's size;
 //! - `backend`: the [`Backend`](crate::Backend) impl, guarded against a lost Chromium.
 
@@ -36,6 +37,7 @@ mod capture;
 mod cdp;
 mod chromium;
 mod file_chooser;
+mod frames;
 mod input;
 mod inspect;
 mod lifecycle;
@@ -52,6 +54,7 @@ mod state;
 pub use chromium::running_as_root;
 pub use lifecycle::Browser;
 pub use options::{
-    BrowserOptions, DEFAULT_CHROMIUM, DEFAULT_SETTLE_TIMEOUT, MAX_OPEN_PAGES, SessionOptions,
+    BrowserOptions, DEFAULT_CHROMIUM, DEFAULT_SETTLE_TIMEOUT, HEADLESS_SHELL, MAX_OPEN_PAGES,
+    SessionOptions,
 };
 pub use session::BrowserSession;

@@ -9,6 +9,12 @@ use std::time::Duration;
 /// Debian's real binary (`/usr/bin/chromium` is a wrapper that adds flags).
 pub const DEFAULT_CHROMIUM: &str = "/usr/lib/chromium/chromium";
 
+/// Debian's old headless shell (`chromium-headless-shell`), the default where it is
+/// installed (else [`DEFAULT_CHROMIUM`]; `CORDON_CHROMIUM` overrides both): it keeps
+/// begin-frame control, so a step's screenshot is a frame drawn right after the action
+/// (see [`BrowserOptions::frames_on_demand`]).
+pub const HEADLESS_SHELL: &str = "/usr/lib/chromium/chromium-headless-shell";
+
 /// Most pages (the session's own, tabs, popups) one session may have open at once. A page
 /// that opens windows in a loop gets its extra windows closed as they open, so it cannot
 /// take the shared Chromium down; the model is told in the step's text.
@@ -40,19 +46,44 @@ pub struct BrowserOptions {
     pub allow_origins: Vec<OriginPattern>,
     /// Lifts the private-network rule for every session (`--allow-private-network`).
     pub allow_private_network: bool,
+    /// Draw frames only when Cordon asks (`--enable-begin-frame-control`): a step's
+    /// screenshot is then the frame drawn right after the action, instead of waiting for
+    /// Chromium's next 60 Hz tick. Only the old headless shell ([`HEADLESS_SHELL`]) can;
+    /// `None` (the default) turns it on exactly when `executable` is that binary.
+    pub frames_on_demand: Option<bool>,
+    /// With frames on demand: a device scale factor for Chromium to render every page at
+    /// (`--force-device-scale-factor`), e.g. `Some(0.8)` where sessions show a 1280×800
+    /// viewport as 1024×640: each frame then comes at the model's size as drawn, with no
+    /// resize here (figures in `docs/benchmarks.md`). Sessions at another scale are
+    /// captured at their own. `None` (the default): frames at the viewport's size,
+    /// resized here. Only for sessions at DPR 1: a page emulating another DPR on top of a
+    /// forced scale sees it rounded (`devicePixelRatio` 2.0000000298) and was measured to
+    /// show stale tiles.
+    pub frame_scale: Option<f64>,
 }
 
 impl Default for BrowserOptions {
     fn default() -> Self {
         Self {
-            executable: std::env::var_os("CORDON_CHROMIUM")
-                .map_or_else(|| PathBuf::from(DEFAULT_CHROMIUM), PathBuf::from),
+            executable: std::env::var_os("CORDON_CHROMIUM").map_or_else(
+                || {
+                    let shell = PathBuf::from(HEADLESS_SHELL);
+                    if shell.exists() {
+                        shell
+                    } else {
+                        PathBuf::from(DEFAULT_CHROMIUM)
+                    }
+                },
+                PathBuf::from,
+            ),
             request_timeout: Duration::from_secs(15),
             extra_args: Vec::new(),
             uncapped_frames: false,
             no_sandbox: false,
             allow_origins: Vec::new(),
             allow_private_network: false,
+            frames_on_demand: None,
+            frame_scale: None,
         }
     }
 }
@@ -61,6 +92,12 @@ impl BrowserOptions {
     pub fn executable(mut self, path: impl Into<PathBuf>) -> Self {
         self.executable = path.into();
         self
+    }
+
+    /// Whether this browser draws frames on demand (see [`Self::frames_on_demand`]).
+    pub fn draws_on_demand(&self) -> bool {
+        self.frames_on_demand
+            .unwrap_or_else(|| super::frames::is_headless_shell(&self.executable))
     }
 }
 

@@ -3,6 +3,7 @@
 
 use super::cdp::{SyncStream, cdp, eval_on};
 use super::chromium::NEXT_ID;
+use super::frames::FrameDriver;
 use super::lifecycle::Browser;
 use super::net_watch::NetWatch;
 use super::options::SessionOptions;
@@ -23,6 +24,7 @@ use chromiumoxide::cdp::browser_protocol::target::{
     CreateBrowserContextParams, CreateTargetParams, TargetId,
 };
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -44,6 +46,16 @@ pub struct BrowserSession {
     pub(super) settle_cap: Duration,
     /// See [`SessionOptions::screencast`].
     pub(super) screencast: bool,
+    /// The session's pages draw only when asked (begin-frame control, see `frames`); its
+    /// popups inherit that from their opener.
+    pub(super) on_demand: bool,
+    /// With `on_demand`: the size of a drawn frame (the viewport at the browser's frame
+    /// scale); a capture of the whole viewport at this size is one drawn frame.
+    pub(super) frame_size: Size,
+    /// With `on_demand`: the page's network activity count when a frame was last drawn.
+    /// Chromium drops input to a document that has drawn no frame yet, so input first
+    /// draws one when the page has loaded or fetched since (see `run_inner`).
+    pub(super) drawn_activity: u64,
     /// When the current step's settling must end (set when it starts).
     pub(super) settle_deadline: Option<tokio::time::Instant>,
     /// How the current step's settling ended so far.
@@ -169,8 +181,10 @@ impl Browser {
             .map_err(cdp)?;
         let (popups, warden) = PageWarden::start(&browser, &self.shared, context.clone()).await?;
         let popups = SyncStream::new(popups);
+        let on_demand = self.shared.opts.draws_on_demand();
         let mut target = CreateTargetParams::new("about:blank");
         target.browser_context_id = Some(context.clone());
+        target.enable_begin_frame_control = on_demand.then_some(true);
         let page = browser.new_page(target).await.map_err(cdp)?;
         drop(browser);
         prepare_page(&page, opts.viewport, opts.dpr).await?;
@@ -193,6 +207,9 @@ impl Browser {
             settle_end: SettleEnd::Quiet,
             ambient: false,
             screencast: opts.screencast,
+            on_demand,
+            drawn_activity: u64::MAX,
+            frame_size: frame_size(opts.viewport, self.shared.opts.frame_scale.unwrap_or(1.0)),
             buttons: 0,
             needs_frame: false,
             scroll_hint: None,
@@ -225,9 +242,27 @@ impl Browser {
     }
 }
 
+/// A frame's size at `scale` (Chromium rounds each side to whole pixels).
+fn frame_size(viewport: Size, scale: f64) -> Size {
+    // `as` saturates; `scale` was checked at launch (finite, positive).
+    let side = |css: u32| (f64::from(css) * scale).round() as u32;
+    Size::new(side(viewport.width), side(viewport.height))
+}
+
 impl BrowserSession {
     pub fn page(&self) -> &Page {
         &self.page
+    }
+
+    /// The page to draw frames on while waiting, where the session's pages draw only when
+    /// asked (see `frames::pumped`).
+    pub(super) fn frame_driver(&self) -> Option<FrameDriver> {
+        self.on_demand.then(|| {
+            FrameDriver::new(
+                self.page.clone(),
+                Arc::clone(&self.browser.shared.frame_turn),
+            )
+        })
     }
 
     /// How many pages (its own, tabs, popups) the session has open now; never more than

@@ -3,6 +3,7 @@
 //! leaving error pages of refused redirects on the way.
 
 use super::cdp::{cdp, eval_on};
+use super::frames::pumped;
 use super::session::BrowserSession;
 use super::state::locked;
 use crate::display::CapturePlan;
@@ -69,7 +70,15 @@ impl BrowserSession {
     /// again if the page started work in it: awaiting it first aligned the capture with the
     /// frame after next and cost a whole frame (see `docs/benchmarks.md`), while such work
     /// nearly always lands before the frame the capture waits for anyway.
+    ///
+    /// On a page that draws only when asked, frames are drawn while settling waits (for
+    /// an animation frame, the network, a popup), as Chromium's clock would.
     pub(super) async fn settle_inner(&mut self, defer_timers: bool) -> Result<bool> {
+        let driver = self.frame_driver();
+        pumped(driver.as_ref(), self.settle_phases(defer_timers)).await
+    }
+
+    async fn settle_phases(&mut self, defer_timers: bool) -> Result<bool> {
         self.settle_deadline = Some(tokio::time::Instant::now() + self.settle_cap);
         let settled = self.settle_once(defer_timers).await?;
         self.settle_end = if settled {
@@ -224,9 +233,22 @@ impl BrowserSession {
         let mut requested = tokio::time::Instant::now();
         let mut image = self.capture_after_settle(plan, format).await?;
         loop {
-            let Some((since, _, wait)) = self.motion().await else {
+            // A page that draws only when asked has run none of its frame callbacks since
+            // the capture's frame: draw one, so motion driven by animation frames shows.
+            // An animation running in the captured frame may end in that one (its clock
+            // jumps to the frame's time), so it is read before as well.
+            let mut animating = false;
+            if let Some(driver) = self.frame_driver() {
+                animating = self.motion().await.is_some_and(|(_, _, wait)| wait > 0.0);
+                driver.draw().await;
+            }
+            let Some((since, _, mut wait)) = self.motion().await else {
                 return Ok(image);
             };
+            if animating {
+                // Not settled: wait (below) at least one frame, then capture again.
+                wait = wait.max(1.0);
+            }
             // A change within the capture's own time may postdate its frame.
             let elapsed = requested.elapsed().as_secs_f64() * 1000.0;
             if since + 2.0 >= elapsed && wait <= 0.0 {
@@ -254,7 +276,9 @@ impl BrowserSession {
                     .max(STABLE_QUIET_MS - since)
                     .clamp(5.0, 1000.0);
                 let until = tokio::time::Instant::now() + Duration::from_secs_f64(pause / 1000.0);
-                tokio::time::sleep_until(until.min(until_)).await;
+                // A page that draws only when asked moves only while frames are drawn.
+                let driver = self.frame_driver();
+                pumped(driver.as_ref(), tokio::time::sleep_until(until.min(until_))).await;
                 if tokio::time::Instant::now() >= until_ {
                     break;
                 }

@@ -6,7 +6,7 @@ use super::options::BrowserOptions;
 use crate::origin::OriginPolicy;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use tokio::sync::RwLock;
 use tokio::task::JoinHandle;
 
@@ -31,6 +31,10 @@ pub(super) struct Shared {
     /// navigation never does: a refusal during it is failed instead (an error page loads)
     /// and the session goes back in its history (see `leave_error_page`).
     pub(super) navigating: Mutex<HashSet<u64>>,
+    /// With frames on demand: held while one page draws a frame. The headless shell hangs
+    /// (and its renderers crash) when frames of two pages are drawn at once (measured
+    /// with two to eight pages; see `frames`), so frames are drawn one at a time.
+    pub(super) frame_turn: Arc<tokio::sync::Mutex<()>>,
     pub(super) opts: BrowserOptions,
 }
 

@@ -12,3 +12,4 @@ mod origin_properties;
 mod recovery;
 mod scaling;
 mod trajectory;
+mod frames;

@@ -101,7 +101,13 @@ impl RequestState<'_> {
                     "cordon_approval for `{id}`: no such tool call in the previous assistant turn"
                 )));
             };
-            let Some(asked) = self.gw.asks.calls.get(&scoped(&self.conversation, id)) else {
+            let asked = self
+                .gw
+                .asks
+                .find(&scoped(&self.conversation, id))
+                .await
+                .map_err(|e| fail(503, "api_error", e.to_string()))?;
+            let Some(asked) = asked else {
                 return Err(bad_request(format!(
                     "cordon_approval for `{id}`: this server asked no approval for that call in \
                      this conversation, or it was already answered; only calls the server handed \
@@ -120,7 +126,13 @@ impl RequestState<'_> {
         for approval in approvals {
             let id = approval.call_id.as_str();
             // Taken out first: two requests racing with one approval run it once.
-            let Some(asked) = self.gw.asks.calls.remove(&scoped(&self.conversation, id)) else {
+            let asked = self
+                .gw
+                .asks
+                .take(&scoped(&self.conversation, id))
+                .await
+                .map_err(|e| fail(503, "api_error", e.to_string()))?;
+            let Some(asked) = asked else {
                 return Err(fail(
                     409,
                     "invalid_request_error",

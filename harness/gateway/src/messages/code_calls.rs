@@ -11,13 +11,13 @@ use cordon_protocol::conversation::{
 use cordon_protocol::execution::ClientToolResult;
 use serde_json::{Value, json};
 
-use super::failure::{Fail, bad_request};
+use super::failure::{Fail, bad_request, container_failure};
 use super::request_state::RequestState;
 use crate::code_output::client_result;
 use crate::containers::{self, Container, Outcome};
 use crate::record::Entry;
 use crate::tool_calls::{
-    CONTAINER_BUSY, NO_CODE, code_of, error_result, program_result, push_user, run_program,
+    NO_CODE, ProgramRefused, code_of, error_result, program_result, push_user, run_program,
 };
 
 impl RequestState<'_> {
@@ -32,7 +32,7 @@ impl RequestState<'_> {
         // Responses client continuing with `previous_response_id` names none.
         let container = match self.container.clone() {
             Some(container) => container,
-            None => match self.container_waiting_in(request) {
+            None => match self.container_waiting_in(request).await? {
                 Some(container) => {
                     self.container = Some(container.clone());
                     container
@@ -171,7 +171,7 @@ impl RequestState<'_> {
                 );
             }
             Some(c) => c.clone(),
-            None => match self.gw.containers.create_for(language) {
+            None => match self.gw.containers.create_for(language).await {
                 Ok(c) => {
                     self.container = Some(c.clone());
                     c
@@ -179,8 +179,14 @@ impl RequestState<'_> {
                 Err(e) => return refused("unavailable", e.to_string()),
             },
         };
-        let Ok(outcome) = run_program(&container, code, tools, &call.id, &kind).await else {
-            return refused("too_many_requests", CONTAINER_BUSY.into());
+        let outcome = match run_program(&container, code, tools, &call.id, &kind).await {
+            Ok(outcome) => outcome,
+            Err(refusal @ ProgramRefused::Busy) => {
+                return refused("too_many_requests", refusal.message());
+            }
+            Err(refusal @ ProgramRefused::Lost(_)) => {
+                return refused("unavailable", refusal.message());
+            }
         };
         match outcome {
             Outcome::Suspended(calls) => {
@@ -217,17 +223,33 @@ fn result_block(kind: &str) -> &'static str {
 
 impl RequestState<'_> {
     /// The container holding a program suspended on the client's calls in `request`'s
-    /// history: the code call shown last (its `srvtoolu_…` id is the program's).
-    fn container_waiting_in(&self, request: &Request) -> Option<Arc<Container>> {
-        let last = request
+    /// history: the code call shown last (its `srvtoolu_…` id is the program's). A program
+    /// that waited in a process that stopped is refused as interrupted.
+    async fn container_waiting_in(
+        &self,
+        request: &Request,
+    ) -> Result<Option<Arc<Container>>, Fail> {
+        let Some(last) = request
             .messages
             .iter()
             .rev()
-            .find(|m| m.role == Role::Assistant)?;
-        last.content.iter().rev().find_map(|block| match block {
-            ContentBlock::ServerToolCall { id, .. } => self.gw.containers.suspended_on(id),
-            _ => None,
-        })
+            .find(|m| m.role == Role::Assistant)
+        else {
+            return Ok(None);
+        };
+        for block in last.content.iter().rev() {
+            if let ContentBlock::ServerToolCall { id, .. } = block
+                && let Some(container) = self
+                    .gw
+                    .containers
+                    .suspended_on(id)
+                    .await
+                    .map_err(|e| container_failure(&e))?
+            {
+                return Ok(Some(container));
+            }
+        }
+        Ok(None)
     }
 }
 

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use super::browser_tool::{BROWSER, BrowserTool, is_browser_toolset};
 use super::computer_tool::{BoundComputer, ComputerActions};
-use super::failure::{Fail, bad_request};
+use super::failure::{Fail, bad_request, fail};
 use super::gemini_computer::GeminiComputer;
 use super::request_state::{CodeExecution, RequestState};
 use crate::tool_calls::{operator_function, program_function};
@@ -210,6 +210,16 @@ impl RequestState<'_> {
             Ok(Some(id))
         } else if computers.exists(binding).await {
             Ok(Some(binding.to_owned()))
+        } else if computers.interrupted_by_restart(binding).await {
+            Err(fail(
+                409,
+                "invalid_request_error",
+                format!(
+                    "x-cordon-computer: computer `{binding}` was interrupted by a restart of the \
+                     server (its browser stopped with the process); open a new one \
+                     (POST /v1/computers, or pass a URL)"
+                ),
+            ))
         } else {
             Err(bad_request(format!(
                 "x-cordon-computer: no open computer `{binding}` (POST /v1/computers opens one, \

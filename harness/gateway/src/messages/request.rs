@@ -15,7 +15,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::approvals::{APPROVAL_MARK, take_approvals};
 use super::decode::{decode, encode_response, input_items, responses_container};
-use super::failure::{Fail, bad_request};
+use super::failure::{Fail, bad_request, container_failure};
 use super::live_reply::LiveReply;
 use super::model_view::{model_view, program_call_ids};
 use super::request_reply::{LiveStream, MessagesAnswer, MessagesCall, MessagesReply, StreamHead};
@@ -93,13 +93,17 @@ fn failed_task(gw: &Inner, api: Api, message: &str) -> MessagesReply {
 async fn messages(gw: &Inner, call: MessagesCall, mut live: Option<LiveReply>) -> MessagesReply {
     let decoded = decode(gw, &call);
     let history = decoded.as_ref().ok().map(|r| r.messages.as_slice());
-    let conversation = conversation_of(gw.recorder.as_ref(), &gw.continuations, &call, history);
+    let conversation =
+        conversation_of(gw.recorder.as_ref(), &gw.continuations, &call, history).await;
     if let Some(live) = &mut live {
         live.set_conversation(&conversation);
     }
     // The history as the client sent it (before approvals become placeholders): what it
     // sends back, with the turn it gets, to continue this conversation.
-    let digest = history.map(|m| gw.continuations.start(call.credential.as_ref(), m));
+    let digest = match history {
+        Some(m) => Some(gw.continuations.start(call.credential.as_ref(), m).await),
+        None => None,
+    };
     gw.recorder.begin(&conversation, &gw.upstream.describe());
     gw.recorder.record(
         &conversation,
@@ -139,7 +143,8 @@ async fn messages(gw: &Inner, call: MessagesCall, mut live: Option<LiveReply>) -
             }
             if let Some(digest) = digest {
                 gw.continuations
-                    .remember(digest, &turn.content, &conversation);
+                    .remember(digest, &turn.content, &conversation)
+                    .await;
             }
             let body = encode_response(api, &turn);
             MessagesReply {
@@ -300,22 +305,39 @@ async fn handle(
         let container = gw
             .containers
             .get(id)
-            .map_err(|e| bad_request(e.to_string()))?;
+            .await
+            .map_err(|e| container_failure(&e))?;
         run.container = Some(container);
     }
     record_client_results(&run, &request);
 
-    let program_ids = program_call_ids(&request.messages);
-    let mut view = model_view(&request.messages, &program_ids);
-    gw.stash.restore(conversation, &mut view);
-    run.recall_loaded_tools(&view);
+    let answer = async {
+        let program_ids = program_call_ids(&request.messages);
+        let mut view = model_view(&request.messages, &program_ids);
+        gw.stash.restore(conversation, &mut view).await;
+        run.recall_loaded_tools(&view);
 
-    // What the client answered: a suspended program's calls, approvals.
-    if let Some(reply) = run.resume_program(&request, &mut view).await? {
-        return Ok((reply, None));
+        // What the client answered: a suspended program's calls, approvals.
+        if let Some(reply) = run.resume_program(&request, &mut view).await? {
+            return Ok((reply, None));
+        }
+        run.apply_approvals(&approvals, &request, &mut view).await?;
+        run.rounds(view, live).await
     }
-    run.apply_approvals(&approvals, &request, &mut view).await?;
-    run.rounds(view, live).await
+    .await;
+    // The container the request used goes to rest before the reply ends: a client that
+    // has its reply finds the container again after a restart.
+    if let Some(container) = &run.container
+        && let Err(error) = container.rest().await
+    {
+        run.record(
+            Entry::new(
+                "error",
+                json!({"type": "container_not_kept", "container": container.id, "message": error.to_string()}),
+            ),
+        );
+    }
+    answer
 }
 
 fn record_client_results(run: &RequestState<'_>, request: &Request) {

@@ -12,7 +12,7 @@ use cordon_protocol::conversation::{
 use cordon_protocol::tool::Policy;
 use serde_json::json;
 
-use super::failure::Fail;
+use super::failure::{Fail, fail};
 use super::gemini_computer::GeminiComputer;
 use super::request_state::{RequestState, result_json};
 use crate::asked_calls::Asked;
@@ -96,7 +96,8 @@ impl RequestState<'_> {
                         );
                         inline.insert(call.id.clone());
                     } else if tool.declaration.policy == Policy::Ask {
-                        self.ask_client(call, format!("`{}` has policy ask", call.name), false);
+                        self.ask_client(call, format!("`{}` has policy ask", call.name), false)
+                            .await?;
                         to_client.insert(call.id.clone());
                         continue;
                     } else {
@@ -110,7 +111,7 @@ impl RequestState<'_> {
                         inline.insert(call.id.clone());
                     }
                     Err(reason) => {
-                        self.ask_client(call, reason, true);
+                        self.ask_client(call, reason, true).await?;
                         to_client.insert(call.id.clone());
                         continue;
                     }
@@ -187,14 +188,19 @@ impl RequestState<'_> {
                 .collect();
             let ran_results: Vec<ToolResult> =
                 ran.iter().filter_map(|c| results.remove(&c.id)).collect();
-            self.gw.stash.keep(
-                &scoped(&self.conversation, &key.id),
-                Aside {
-                    reasoning,
-                    calls: ran,
-                    results: ran_results,
-                },
-            );
+            self.gw
+                .stash
+                .keep(
+                    &self.conversation,
+                    &scoped(&self.conversation, &key.id),
+                    Aside {
+                        reasoning,
+                        calls: ran,
+                        results: ran_results,
+                    },
+                )
+                .await
+                .map_err(|e| fail(503, "api_error", e.to_string()))?;
         }
         let mut content = Vec::new();
         for block in &turn.content {
@@ -211,7 +217,12 @@ impl RequestState<'_> {
 
     /// Hands `call` to the client for approval: recorded as `approval_required` with
     /// `reason`, and kept until a `cordon_approval` answers it.
-    fn ask_client(&self, call: &ToolCall, reason: String, computer: bool) {
+    async fn ask_client(
+        &self,
+        call: &ToolCall,
+        reason: String,
+        computer: bool,
+    ) -> Result<(), Fail> {
         self.record(
             Entry::new(
                 "approval_required",
@@ -219,14 +230,16 @@ impl RequestState<'_> {
             )
             .call(&call.id),
         );
-        self.gw.asks.calls.insert(
-            &scoped(&self.conversation, &call.id),
-            Asked {
-                name: call.name.clone(),
-                input: call.input.clone(),
-                computer,
-            },
-        );
+        let asked = Asked {
+            name: call.name.clone(),
+            input: call.input.clone(),
+            computer,
+        };
+        self.gw
+            .asks
+            .keep(&scoped(&self.conversation, &call.id), asked)
+            .await
+            .map_err(|e| fail(503, "api_error", e.to_string()))
     }
 
     /// Runs one operator tool call (validated, `allow` or approved `ask`).

@@ -20,9 +20,8 @@ use crate::call_ids::check_turn;
 use crate::containers::Outcome;
 use crate::gateway::{Gateway, Inner};
 use crate::tool_calls::{
-    CONTAINER_BUSY, CallTarget, ContainerBusy, NO_CODE, call_operator, classify, code_function,
-    code_of, denied_result, error_result, operator_function, program_result, push_user,
-    run_program,
+    CallTarget, NO_CODE, call_operator, classify, code_function, code_of, denied_result,
+    error_result, operator_function, program_result, push_user, run_program,
 };
 use crate::upstream::Credential;
 
@@ -60,6 +59,13 @@ impl Gateway {
     ) {
         let credential = credential.filter(|_| self.inner.options.forward_client_key);
         session_turn(&self.inner, state, input, credential.as_ref(), events).await;
+        // The session's container goes to rest with the session's state: both come back
+        // after a restart.
+        if let Some(id) = state.container.as_deref()
+            && let Ok(container) = self.inner.containers.get(id).await
+        {
+            let _ = container.rest().await;
+        }
     }
 }
 
@@ -323,10 +329,14 @@ async fn run_code(gw: &Inner, state: &mut SessionState, call: &ToolCall) -> Tool
     let Some(code) = code_of(call) else {
         return error_result(&call.id, NO_CODE.to_owned());
     };
-    let container = match state.container.as_deref().map(|id| gw.containers.get(id)) {
-        Some(Ok(container)) => container,
-        // No container yet, or it expired: a fresh interpreter.
-        _ => match gw.containers.create() {
+    let known = match state.container.as_deref() {
+        Some(id) => gw.containers.get(id).await.ok(),
+        None => None,
+    };
+    let container = match known {
+        Some(container) => container,
+        // No container yet, or it expired (or was interrupted): a fresh interpreter.
+        None => match gw.containers.create().await {
             Ok(container) => container,
             Err(error) => return error_result(&call.id, error.to_string()),
         },
@@ -340,7 +350,7 @@ async fn run_code(gw: &Inner, state: &mut SessionState, call: &ToolCall) -> Tool
         Ok(Outcome::Suspended(_)) => {
             error_result(&call.id, "the program waited for a tool".to_owned())
         }
-        Err(ContainerBusy) => error_result(&call.id, CONTAINER_BUSY.to_owned()),
+        Err(refusal) => error_result(&call.id, refusal.message()),
     }
 }
 

@@ -16,6 +16,7 @@ mod loop_;
 mod operator;
 mod programmatic_calls;
 mod programmatic_javascript;
+mod restarts;
 mod session;
 mod streaming;
 mod tool_search;

@@ -5,7 +5,8 @@
 //! the mechanism and the format.
 //!
 //! Leaves first: `error`, `codec` (fields), `state` (what is held), `memory` (changed
-//! chunks), `trees` (folders), `body` and `blob` (bytes), then `capture` and `restore`.
+//! chunks), `trees` (folders), `body` and `blob` (bytes), then `capture` and `restore`;
+//! `workspace_only` pauses files without a session.
 
 mod blob;
 mod body;
@@ -16,6 +17,7 @@ mod memory;
 mod restore;
 mod state;
 mod trees;
+mod workspace_only;
 
 pub use error::{BlobError, PauseError, ResumeError};
 pub use state::PausedSession;

@@ -7,6 +7,7 @@ use super::computer_sessions::ComputerSessions;
 use super::envs::Envs;
 use super::gateway_mount::Mount;
 use super::live_sandboxes::LiveSandboxes;
+use super::replica::Replica;
 
 pub(super) type AppState = Arc<App>;
 
@@ -28,4 +29,7 @@ pub(super) struct App {
     pub(super) host_tools: bool,
     /// The model gateway (`--upstream`).
     pub(super) gateway: Option<Arc<Mount>>,
+    /// This process as a replica (its id is on every answer; its client forwards
+    /// requests to the others).
+    pub(super) replica: Arc<Replica>,
 }

@@ -96,6 +96,11 @@ impl ComputerSessions {
     pub(crate) fn pool(&self) -> &ComputerPool {
         &self.pool
     }
+
+    /// Whether session `id` is open in this process.
+    pub(crate) fn holds(&self, id: &str) -> bool {
+        self.live().computers.contains_key(id)
+    }
 }
 
 impl ComputerError {

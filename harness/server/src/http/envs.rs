@@ -2,157 +2,49 @@
 //! `cordon-agent-bench` — reset, step, evaluate — on isolated browser sessions of this server's
 //! Chromium, with the reward read by Cordon from the page. The same routes serve the
 //! episodes of `cordon bench --policy external`, where bench registers each episode's
-//! environment and an outside agent drives it.
+//! environment and an outside agent drives it, and the episodes `cordon bench --remote`
+//! spreads over servers.
+//!
+//! Every episode is recorded in the server's store as it goes (`env_registry`), so after a
+//! restart `GET /v1/envs/{id}` still answers with each episode's task, seed, steps, reward
+//! and end; an environment whose browser session died with the process is `interrupted`.
 //!
 //! | route | |
 //! |---|---|
-//! | `GET /v1/envs/tasks` | the built-in tasks |
-//! | `POST /v1/envs` `{task, seed, dpr, image_format}` | a new environment, reset: `201 {id, …, observation}` |
-//! | `GET /v1/envs/{id}` | its task, seed, steps, reward, done |
+//! | `GET /v1/envs/tasks?suite=builtin\|miniwob` | the tasks of a suite |
+//! | `POST /v1/envs` `{task, suite, seed, dpr, image_format}` | a new environment, reset: `201 {id, …, observation}` |
+//! | `GET /v1/envs/{id}` | its status, task, seed, steps, reward, done, and every episode |
 //! | `POST /v1/envs/{id}/reset` `{seed}` | a new episode of the same task |
-//! | `POST /v1/envs/{id}/step` `{format, actions}` | `{observation, reward, done, truncated, info}` |
+//! | `POST /v1/envs/{id}/step` `{format, actions, safety_checks}` | `{observation, reward, done, truncated, info}` |
 //! | `POST /v1/envs/{id}/evaluate` | `{reward, done, steps}`: the reward read now |
 //! | `POST /v1/envs/{id}/finish` | ends the episode (an external agent is done) |
 //! | `DELETE /v1/envs/{id}` | closes its session |
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 use axum::Json;
 use axum::Router;
-use axum::extract::{FromRef, Path, State};
+use axum::extract::{FromRef, Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use base64::Engine as _;
-use cordon_agent_bench::env::{EnvAction, Observation, WebEnv};
-use cordon_agent_bench::page_server::{PageRoot, PageServer};
-use cordon_agent_bench::task::{Suite, Task, TaskDir, TaskKind};
-use cordon_agent_bench::{BenchError, Transition};
-use cordon_computer::browser::Browser;
+use cordon_agent_bench::env::{EnvAction, WebEnv};
+use cordon_agent_bench::task::Approvals;
 use cordon_computer::image::ImageFormat;
-use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::env_answers::{
+    bench_error, describe, describe_record, observation_json, transition_json,
+};
+use super::env_tasks::{find_task, list, suite_named};
 use super::extract::ApiJson;
 use crate::api::ErrorBody;
 use crate::error::ApiError;
-use cordon_core::ids::fresh_id;
 
-/// Environments open at once.
-pub const MAX_ENVS: usize = 16;
-/// Environments idle longer than this are closed when a new one is asked for.
-pub const ENV_IDLE: Duration = Duration::from_secs(15 * 60);
-
-/// Starts (or returns) the browser new environments run in.
-pub type BrowserSource = Arc<dyn Fn() -> BoxFuture<'static, Result<Browser, String>> + Send + Sync>;
-
-/// An environment shared between requests (and with `cordon bench`'s run).
-pub type SharedEnv = Arc<tokio::sync::Mutex<WebEnv>>;
-
-struct Entry {
-    env: SharedEnv,
-    touched: Instant,
-}
-
-/// The environments of one server. Cheap to clone.
-#[derive(Clone)]
-pub struct Envs(Arc<Inner>);
-
-struct Inner {
-    browser: Option<BrowserSource>,
-    pages: tokio::sync::OnceCell<Arc<PageServer>>,
-    live: Mutex<HashMap<String, Entry>>,
-}
-
-impl std::fmt::Debug for Envs {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Envs").finish_non_exhaustive()
-    }
-}
-
-impl Envs {
-    /// Environments whose browsers come from `browser`; `None`: only registered ones
-    /// (`POST /v1/envs` is refused).
-    pub fn new(browser: Option<BrowserSource>) -> Envs {
-        Envs(Arc::new(Inner {
-            browser,
-            pages: tokio::sync::OnceCell::new(),
-            live: Mutex::new(HashMap::new()),
-        }))
-    }
-
-    fn live(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
-        self.0.live.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Makes `env` reachable at `/v1/envs/{id}`; returns the id.
-    pub fn register(&self, env: SharedEnv) -> String {
-        let id = fresh_id("env");
-        self.live().insert(
-            id.clone(),
-            Entry {
-                env,
-                touched: Instant::now(),
-            },
-        );
-        id
-    }
-
-    /// Takes `id` off the routes (its session stays with whoever holds the environment).
-    pub fn unregister(&self, id: &str) {
-        self.live().remove(id);
-    }
-
-    fn get(&self, id: &str) -> Result<SharedEnv, ApiError> {
-        let mut live = self.live();
-        let entry = live
-            .get_mut(id)
-            .ok_or_else(|| ApiError::not_found("env", id))?;
-        entry.touched = Instant::now();
-        Ok(entry.env.clone())
-    }
-
-    async fn pages(&self) -> Result<Arc<PageServer>, ApiError> {
-        self.0
-            .pages
-            .get_or_try_init(|| async {
-                PageServer::start(PageRoot::Builtin)
-                    .await
-                    .map(Arc::new)
-                    .map_err(|e| {
-                        ApiError::new(
-                            StatusCode::INTERNAL_SERVER_ERROR,
-                            "env_error",
-                            e.to_string(),
-                        )
-                    })
-            })
-            .await
-            .cloned()
-    }
-
-    /// Closes environments idle past [`ENV_IDLE`].
-    async fn sweep(&self) {
-        let idle: Vec<SharedEnv> = {
-            let mut live = self.live();
-            let old: Vec<String> = live
-                .iter()
-                .filter(|(_, e)| e.touched.elapsed() > ENV_IDLE)
-                .map(|(id, _)| id.clone())
-                .collect();
-            old.iter()
-                .filter_map(|id| live.remove(id))
-                .map(|e| e.env)
-                .collect()
-        };
-        for env in idle {
-            env.lock().await.close().await;
-        }
-    }
-}
+pub use super::env_registry::{
+    BrowserSource, ENV_IDLE, ENV_RESTART_REASON, Envs, MAX_ENVS, SharedEnv, TaskSuite,
+};
 
 /// The routes, for any state the environments can be taken from.
 pub fn routes<S>() -> Router<S>
@@ -170,21 +62,6 @@ where
         .route("/v1/envs/{id}/finish", post(finish_env))
 }
 
-fn bench_error(error: BenchError) -> ApiError {
-    match error {
-        BenchError::Task { .. } => ApiError::invalid_request("invalid_task", error.to_string()),
-        BenchError::State(_) => ApiError::conflict("episode_over", error.to_string()),
-        BenchError::Browser(_) => {
-            ApiError::new(StatusCode::BAD_GATEWAY, "browser_error", error.to_string())
-        }
-        other => ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "env_error",
-            other.to_string(),
-        ),
-    }
-}
-
 /// Runs `job` on a task of its own, so a client that hangs up never cuts a step in half.
 async fn detached<T: Send + 'static>(
     job: impl Future<Output = T> + Send + 'static,
@@ -198,49 +75,15 @@ async fn detached<T: Send + 'static>(
     })
 }
 
-pub(crate) fn observation_json(o: &Observation) -> Value {
-    json!({
-        "url": o.url,
-        "text": o.text,
-        "screenshot": o.screenshot.as_ref().map(|s| json!({
-            "media_type": s.format.media_type(),
-            "data": base64::engine::general_purpose::STANDARD.encode(&s.data),
-            "width": s.size.width,
-            "height": s.size.height,
-        })),
-    })
-}
-
-fn transition_json(t: &Transition) -> Value {
-    json!({
-        "observation": observation_json(&t.observation),
-        "reward": t.reward,
-        "done": t.done,
-        "truncated": t.info.truncated,
-        "info": t.info,
-    })
-}
-
-async fn describe(id: &str, env: &WebEnv) -> Value {
-    let task = env.task();
-    let (steps, done) = env.progress().unwrap_or((0, false));
-    json!({
-        "id": id,
-        "task": task.map(|t| t.id.clone()),
-        "prompt": task.map(|t| t.prompt.clone()),
-        "max_steps": task.map(|t| t.max_steps),
-        "seed": env.seed(),
-        "steps": steps,
-        "done": done,
-        "screen": env.screen().map(|s| json!({"viewport": s.viewport, "display": s.display, "dpr": s.dpr})),
-    })
-}
-
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct CreateEnv {
-    /// A built-in task's id (`form`, or `builtin/form`), or a task object (web, with `url`).
+    /// A task's id in `suite` (`form`, `builtin/form`, `miniwob/click-button`), or a task
+    /// object (web, with `url`).
     task: Value,
+    /// `builtin` (default) or `miniwob`.
+    #[serde(default)]
+    suite: Option<String>,
     #[serde(default)]
     seed: Option<u64>,
     #[serde(default)]
@@ -249,45 +92,14 @@ pub(super) struct CreateEnv {
     image_format: Option<String>,
 }
 
-fn find_task(spec: &Value) -> Result<Task, ApiError> {
-    let invalid = |m: String| ApiError::invalid_request("invalid_task", m);
-    match spec {
-        Value::String(name) => {
-            let id = name.strip_prefix("builtin/").unwrap_or(name);
-            let suite = Suite::builtin();
-            let known: Vec<String> = suite.entries.iter().map(|e| e.id.clone()).collect();
-            let entry = suite
-                .entries
-                .into_iter()
-                .find(|e| e.id == id)
-                .ok_or_else(|| {
-                    invalid(format!("no built-in task {name:?}; there are {known:?}"))
-                })?;
-            entry.task.map_err(invalid)
-        }
-        Value::Object(_) => {
-            let task = Task::parse(&spec.to_string(), "inline", TaskDir::None).map_err(invalid)?;
-            if !matches!(task.kind, TaskKind::Web(_)) {
-                return Err(invalid(
-                    "only web tasks run over HTTP; run code tasks with `cordon bench`".into(),
-                ));
-            }
-            Ok(task)
-        }
-        other => Err(invalid(format!(
-            "`task` is a built-in task's id or a task object, not {other}"
-        ))),
-    }
-}
-
 /// A new environment on a task, reset to its first observation.
 #[utoipa::path(
     post, path = "/v1/envs", tag = "envs",
-    request_body(content = Object, description = "`{task, seed?, dpr?, image_format?}`: `task` is a built-in task's id (see `/v1/envs/tasks`) or a task object"),
+    request_body(content = Object, description = "`{task, suite?, seed?, dpr?, image_format?}`: `task` is a task's id in `suite` (`builtin`, the default, or `miniwob`; see `/v1/envs/tasks`) or a task object"),
     responses(
-        (status = 201, description = "`{id, task, seed, steps, reward, done, observation}`", body = Object),
-        (status = 422, description = "Unknown task, or a bad `dpr` / `image_format`", body = ErrorBody),
-        (status = 503, description = "No browser here, or too many environments open", body = ErrorBody),
+        (status = 201, description = "`{id, status, suite, task, seed, steps, reward, done, episodes, observation}`", body = Object),
+        (status = 422, description = "Unknown task or suite, or a bad `dpr` / `image_format`", body = ErrorBody),
+        (status = 503, description = "No browser here, too many environments open, or the MiniWoB++ pages could not be fetched", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -295,7 +107,7 @@ pub(super) async fn create_env(
     State(envs): State<Envs>,
     ApiJson(body): ApiJson<CreateEnv>,
 ) -> Result<Response, ApiError> {
-    let task = Arc::new(find_task(&body.task)?);
+    let suite = suite_named(body.suite.as_deref())?;
     if let Some(dpr) = body.dpr
         && dpr != 1.0
         && dpr != 2.0
@@ -314,22 +126,24 @@ pub(super) async fn create_env(
             )
         })?,
     };
-    let source = envs.0.browser.clone().ok_or_else(|| {
+    let source = envs.browser().ok_or_else(|| {
         ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "browser_unavailable",
             "this server only serves the environments of a bench run",
         )
     })?;
+    let (suite, task) = find_task(&envs, suite, &body.task).await?;
+    let task = Arc::new(task);
     envs.sweep().await;
-    if envs.live().len() >= MAX_ENVS {
+    if envs.open_count() >= MAX_ENVS {
         return Err(ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "too_many_envs",
             format!("{MAX_ENVS} environments are open: DELETE /v1/envs/{{id}} one first"),
         ));
     }
-    let pages = envs.pages().await?;
+    let pages = envs.pages(suite).await?;
     let seed = body.seed.unwrap_or(0);
     let (env, first) = detached(async move {
         let browser = source().await.map_err(|e| {
@@ -343,8 +157,9 @@ pub(super) async fn create_env(
     })
     .await??;
     let env = Arc::new(tokio::sync::Mutex::new(env));
-    let id = envs.register(env.clone());
-    let mut out = describe(&id, &*env.lock().await).await;
+    let id = envs.open(env.clone(), suite).await?;
+    let record = envs.stored(&id).await?;
+    let mut out = describe(&id, &*env.lock().await, record.as_ref());
     out["observation"] = observation_json(&first);
     Ok((
         StatusCode::CREATED,
@@ -354,30 +169,43 @@ pub(super) async fn create_env(
         .into_response())
 }
 
-/// The built-in tasks.
+#[derive(Debug, Deserialize)]
+pub(super) struct TasksQuery {
+    #[serde(default)]
+    suite: Option<String>,
+}
+
+/// The tasks of a suite.
 #[utoipa::path(
     get, path = "/v1/envs/tasks", tag = "envs",
-    responses((status = 200, description = "`{tasks: [{id, prompt, seeds, max_steps}]}`", body = Object)),
+    params(("suite" = Option<String>, Query, description = "`builtin` (default) or `miniwob`")),
+    responses(
+        (status = 200, description = "`{suite, tasks: [{id, prompt, seeds, max_steps}]}`", body = Object),
+        (status = 422, description = "Unknown suite", body = ErrorBody),
+    ),
     security(("bearer" = []))
 )]
-pub(super) async fn list_tasks() -> Json<Value> {
-    let tasks: Vec<Value> = Suite::builtin()
-        .entries
+pub(super) async fn list_tasks(
+    State(envs): State<Envs>,
+    Query(query): Query<TasksQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let suite = suite_named(query.suite.as_deref())?;
+    let tasks: Vec<Value> = list(&envs, suite)
+        .await?
         .into_iter()
-        .filter_map(|e| e.task.ok())
         .map(
             |t| json!({"id": t.id, "prompt": t.prompt, "seeds": t.seeds, "max_steps": t.max_steps}),
         )
         .collect();
-    Json(json!({ "tasks": tasks }))
+    Ok(Json(json!({ "suite": suite.name(), "tasks": tasks })))
 }
 
-/// An environment's task, seed, steps, reward and whether it is done.
+/// An environment's status, task, seed, steps, reward and end, with every episode it ran.
 #[utoipa::path(
     get, path = "/v1/envs/{id}", tag = "envs",
     params(("id" = String, Path, description = "Environment id")),
     responses(
-        (status = 200, description = "`{id, task, seed, steps, reward, done}`", body = Object),
+        (status = 200, description = "`{id, status, task, seed, steps, reward, done, episodes}`; `status` is `live`, `closed` or `interrupted` (its server restarted)", body = Object),
         (status = 404, description = "Unknown environment", body = ErrorBody),
     ),
     security(("bearer" = []))
@@ -386,9 +214,17 @@ pub(super) async fn get_env(
     State(envs): State<Envs>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let env = envs.get(&id)?;
-    let env = env.lock().await;
-    Ok(Json(describe(&id, &env).await))
+    match envs.get(&id).await {
+        Ok(env) => {
+            let record = envs.stored(&id).await?;
+            let env = env.lock().await;
+            Ok(Json(describe(&id, &env, record.as_ref())))
+        }
+        Err(refused) => match envs.stored(&id).await? {
+            Some(row) => Ok(Json(describe_record(&row))),
+            None => Err(refused),
+        },
+    }
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -406,6 +242,7 @@ struct ResetBody {
     responses(
         (status = 200, description = "The environment, with its first `observation`", body = Object),
         (status = 404, description = "Unknown environment", body = ErrorBody),
+        (status = 410, description = "The environment was closed, or interrupted by a server restart", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -414,7 +251,7 @@ pub(super) async fn reset_env(
     Path(id): Path<String>,
     body: axum::body::Bytes,
 ) -> Result<Json<Value>, ApiError> {
-    let env = envs.get(&id)?;
+    let env = envs.get(&id).await?;
     let body: ResetBody = if body.iter().all(u8::is_ascii_whitespace) {
         ResetBody::default()
     } else {
@@ -430,7 +267,10 @@ pub(super) async fn reset_env(
             .ok_or_else(|| ApiError::conflict("episode_over", "the environment has no task"))?;
         let seed = seed.or(env.seed()).unwrap_or(0);
         let first = env.reset(task, seed).await.map_err(bench_error)?;
-        let mut out = describe(&id, &env).await;
+        envs.next_episode(&id);
+        envs.record(&id, &env).await;
+        let record = envs.stored(&id).await?;
+        let mut out = describe(&id, &env, record.as_ref());
         out["observation"] = observation_json(&first);
         Ok::<_, ApiError>(out)
     })
@@ -438,30 +278,44 @@ pub(super) async fn reset_env(
     Ok(Json(out))
 }
 
+/// A step's body: one model call, and how the vendor safety checks it raises are answered.
+#[derive(Debug, Deserialize)]
+pub(super) struct StepBody {
+    #[serde(flatten)]
+    action: EnvAction,
+    /// `approve` or `deny` the vendor safety checks of this and later steps (OpenAI
+    /// `pending_safety_checks`, Gemini `require_confirmation`); absent: as the task says.
+    #[serde(default)]
+    safety_checks: Option<Approvals>,
+}
+
 /// Runs actions in the environment.
 #[utoipa::path(
     post, path = "/v1/envs/{id}/step", tag = "envs",
     params(("id" = String, Path, description = "Environment id")),
-    request_body(content = Object, description = "`{format, actions}`: actions in any vendor's computer-use shape"),
+    request_body(content = Object, description = "`{format, actions, safety_checks?}`: actions in any vendor's computer-use shape"),
     responses(
         (status = 200, description = "`{observation, reward, done, truncated, info}`", body = Object),
         (status = 404, description = "Unknown environment", body = ErrorBody),
         (status = 409, description = "The episode is over", body = ErrorBody),
+        (status = 410, description = "The environment was closed, or interrupted by a server restart", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
 pub(super) async fn step_env(
     State(envs): State<Envs>,
     Path(id): Path<String>,
-    ApiJson(action): ApiJson<EnvAction>,
+    ApiJson(body): ApiJson<StepBody>,
 ) -> Result<Json<Value>, ApiError> {
-    let env = envs.get(&id)?;
+    let env = envs.get(&id).await?;
     let out = detached(async move {
         let mut env = env.lock().await;
-        env.step(action)
-            .await
-            .map(|t| transition_json(&t))
-            .map_err(bench_error)
+        if let Some(answer) = body.safety_checks {
+            env.answer_safety_checks(Some(answer));
+        }
+        let stepped = env.step(body.action).await;
+        envs.record(&id, &env).await;
+        stepped.map(|t| transition_json(&t)).map_err(bench_error)
     })
     .await??;
     Ok(Json(out))
@@ -474,6 +328,7 @@ pub(super) async fn step_env(
     responses(
         (status = 200, description = "`{reward, done, steps}`", body = Object),
         (status = 404, description = "Unknown environment", body = ErrorBody),
+        (status = 410, description = "The environment was closed, or interrupted by a server restart", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -481,10 +336,11 @@ pub(super) async fn evaluate_env(
     State(envs): State<Envs>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let env = envs.get(&id)?;
+    let env = envs.get(&id).await?;
     let out = detached(async move {
         let mut env = env.lock().await;
         let reward = env.evaluate().await.map_err(bench_error)?;
+        envs.record(&id, &env).await;
         let (steps, done) = env.progress().unwrap_or((0, false));
         Ok::<_, ApiError>(json!({"reward": reward, "done": done, "steps": steps}))
     })
@@ -499,6 +355,7 @@ pub(super) async fn evaluate_env(
     responses(
         (status = 200, description = "`{done, steps}`", body = Object),
         (status = 404, description = "Unknown environment", body = ErrorBody),
+        (status = 410, description = "The environment was closed, or interrupted by a server restart", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -506,19 +363,20 @@ pub(super) async fn finish_env(
     State(envs): State<Envs>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let env = envs.get(&id)?;
+    let env = envs.get(&id).await?;
     let mut env = env.lock().await;
     env.finish();
+    envs.record(&id, &env).await;
     let (steps, done) = env.progress().unwrap_or((0, true));
     Ok(Json(json!({"done": done, "steps": steps})))
 }
 
-/// Closes the environment and its browser session.
+/// Closes the environment and its browser session; its record stays (`closed`).
 #[utoipa::path(
     delete, path = "/v1/envs/{id}", tag = "envs",
     params(("id" = String, Path, description = "Environment id")),
     responses(
-        (status = 204, description = "Closed"),
+        (status = 204, description = "Closed (or already over)"),
         (status = 404, description = "Unknown environment", body = ErrorBody),
     ),
     security(("bearer" = []))
@@ -527,8 +385,14 @@ pub(super) async fn delete_env(
     State(envs): State<Envs>,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    let env = envs.get(&id)?;
-    envs.unregister(&id);
-    detached(async move { env.lock().await.close().await }).await?;
+    match envs.get(&id).await {
+        Ok(_) => {}
+        // Closed or interrupted: nothing is open to close.
+        Err(refused) if refused.status == StatusCode::GONE => return Ok(StatusCode::NO_CONTENT),
+        Err(refused) => return Err(refused),
+    }
+    if let Some(env) = envs.close(&id, "closed by its client").await {
+        detached(async move { env.lock().await.close().await }).await?;
+    }
     Ok(StatusCode::NO_CONTENT)
 }

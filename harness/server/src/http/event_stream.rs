@@ -15,6 +15,12 @@ use crate::store::EventRow;
 
 /// Events read from the store per query while streaming.
 const EVENT_PAGE: usize = 256;
+/// Longest wait for an announcement before the log is read again anyway (an
+/// announcement is lost while the listening connection reconnects).
+const ANNOUNCED_WAIT: Duration = Duration::from_secs(1);
+/// Pause between reads of an execution running elsewhere when nothing announces events
+/// (SQLite).
+const POLL_EVERY: Duration = Duration::from_millis(10);
 
 pub(super) fn sse(
     sandboxes: Arc<LiveSandboxes>,
@@ -62,6 +68,12 @@ impl Cursor {
             // Subscribe before reading: an event stored after the read changes the
             // receiver, so it cannot slip between the read and the wait.
             let receiver = self.sandboxes.subscribe(&self.id);
+            // Running in another replica (or not yet registered here): its events are
+            // announced by the database (PostgreSQL), subscribed before the read too.
+            let announced = match receiver {
+                Some(_) => None,
+                None => self.sandboxes.store.announcements(&self.id).await,
+            };
             let rows = self.read().await?;
             if !rows.is_empty() {
                 self.buffered.extend(rows);
@@ -79,9 +91,10 @@ impl Cursor {
                     }
                 }
                 None => {
-                    // Not running: its log is complete (recovery appends the end of
-                    // executions that were cut off), unless its row is newer than its
-                    // live entry (a few microseconds at creation).
+                    // Not running here. Ended: its log is complete (recovery appends the
+                    // end of executions that were cut off). Running: in another replica,
+                    // or its row is newer than its live entry (a few microseconds at
+                    // creation); wait for the next event.
                     let running = matches!(
                         self.sandboxes.store.execution(&self.id).await,
                         Ok(Some(row)) if row.status == crate::store::RUNNING
@@ -92,8 +105,10 @@ impl Cursor {
                             return None;
                         }
                         self.buffered.extend(rows);
+                    } else if let Some(mut announced) = announced {
+                        let _ = tokio::time::timeout(ANNOUNCED_WAIT, announced.changed()).await;
                     } else {
-                        tokio::time::sleep(Duration::from_millis(10)).await;
+                        tokio::time::sleep(POLL_EVERY).await;
                     }
                 }
             }

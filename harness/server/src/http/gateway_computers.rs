@@ -106,6 +106,16 @@ impl Computers for GatewayComputers {
         })
     }
 
+    fn interrupted_by_restart<'a>(&'a self, id: &'a str) -> BoxFuture<'a, bool> {
+        Box::pin(async move {
+            self.sessions.info(id).await.is_ok_and(|info| {
+                serde_json::to_value(&info).is_ok_and(|v| {
+                    v["state"] != "live" && v["reason"] == crate::store::COMPUTER_RESTART_REASON
+                })
+            })
+        })
+    }
+
     fn act<'a>(
         &'a self,
         id: &'a str,

@@ -1,6 +1,7 @@
 //! The model gateway as the HTTP API mounts it ([`Mount`]): the loop of `cordon-gateway`
 //! with the server's sandbox, computer sessions and operator tools, the store its
-//! conversations are recorded in, and their retention.
+//! conversations are recorded in (and what it keeps between requests: the store and the
+//! object store, [`StoreRecords`]), and their retention.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -12,8 +13,10 @@ use serde_json::Value;
 
 use super::computer_sessions::ComputerSessions;
 use super::gateway_computers::GatewayComputers;
+use super::gateway_records::StoreRecords;
 use super::gateway_sessions::Sessions;
 use super::gateway_setup::GatewaySetup;
+use crate::objects::Objects;
 use crate::store::{NewConversationEntry, Store};
 
 /// The gateway as mounted: the loop and the store its conversations go to.
@@ -22,6 +25,8 @@ pub(crate) struct Mount {
     pub(super) gateway: Gateway,
     pub(super) store: Arc<Store>,
     pub(super) sessions: Sessions,
+    /// Where paused containers are (`gateway/<container id>`).
+    pub(super) objects: Objects,
 }
 
 impl Mount {
@@ -29,6 +34,7 @@ impl Mount {
         setup: GatewaySetup,
         sandbox: Sandbox,
         store: Arc<Store>,
+        objects: Objects,
         computers: Arc<ComputerSessions>,
         has_token: bool,
     ) -> Self {
@@ -40,6 +46,10 @@ impl Mount {
         let mut gateway = Gateway::new(setup.upstream, options)
             .with_sandbox(sandbox)
             .with_recorder(Arc::new(StoreRecorder(store.clone())))
+            .with_store(Arc::new(StoreRecords {
+                store: store.clone(),
+                objects: objects.clone(),
+            }))
             .with_computers(Arc::new(GatewayComputers {
                 sessions: computers,
                 asked: Mutex::new(HashMap::new()),
@@ -51,6 +61,7 @@ impl Mount {
             gateway,
             store,
             sessions: Sessions::new(setup.session_ttl, setup.default_model),
+            objects,
         }
     }
 }
@@ -69,6 +80,7 @@ pub(crate) fn spawn_retention(mount: &Arc<Mount>, retain: Duration) {
         {
             eprintln!("cordon serve: deleting old conversations failed: {error}");
         }
+        purge_gateway_records(&mount, now.saturating_sub(retain_ms)).await;
         let session_ttl_ms = u64::try_from(mount.sessions.ttl.as_millis()).unwrap_or(u64::MAX);
         if let Err(error) = mount
             .store
@@ -78,6 +90,26 @@ pub(crate) fn spawn_retention(mount: &Arc<Mount>, retain: Duration) {
             eprintln!("cordon serve: deleting expired sessions failed: {error}");
         }
     });
+}
+
+/// Deletes what the gateway kept between requests and nobody came back for since
+/// `cutoff_ms` (calls never approved, containers at rest: their paused sessions too).
+async fn purge_gateway_records(mount: &Mount, cutoff_ms: u64) {
+    let purged = match mount.store.purge_gateway_records(cutoff_ms).await {
+        Ok(purged) => purged,
+        Err(error) => {
+            eprintln!("cordon serve: deleting old gateway records failed: {error}");
+            return;
+        }
+    };
+    for (kind, key) in purged {
+        if kind == cordon_gateway::gateway_store::kinds::CONTAINER {
+            let blob = cordon_gateway::gateway_store::container_blob_key(&key);
+            if let Err(error) = mount.objects.delete(&blob).await {
+                eprintln!("cordon serve: deleting {blob} failed: {error}");
+            }
+        }
+    }
 }
 
 /// Records conversations in the store; a failing write is reported, never fatal. The

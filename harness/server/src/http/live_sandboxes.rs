@@ -1,6 +1,7 @@
 //! The live side of the HTTP API ([`LiveSandboxes`]): sandboxes with their tools and
 //! sessions, running executions with their controls, and the task ("pump") per execution
-//! that writes each event to the store before anyone can read it.
+//! that writes each event to the store before anyone can read it. Pausing a sandbox and
+//! bringing a paused one back are `sandbox_pause.rs`.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -15,8 +16,10 @@ use cordon_sandbox::{
 };
 use tokio::sync::watch;
 
+use super::transitions::Transitions;
 use crate::error::ApiError;
 use crate::mcp_client::Connection;
+use crate::objects::Objects;
 use crate::periodic::spawn_periodic;
 use crate::store::{SandboxRow, Store};
 use crate::workspace_budget::{Budget, BudgetError, Capacity, Reservation};
@@ -31,25 +34,62 @@ pub const MAX_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
 pub const MAX_WORKSPACE_BYTES: u64 = 1 << 30;
 /// Largest `workspace_files` a sandbox may ask for.
 pub const MAX_WORKSPACE_FILES: u64 = 100_000;
-/// How often expired sandboxes are looked for.
+/// How often expired sandboxes (and idle ones to pause) are looked for.
 const REAP_EVERY: Duration = Duration::from_secs(10);
+/// The shortest such period, for a short `--pause-after`.
+const REAP_MIN: Duration = Duration::from_millis(200);
 
 /// A sandbox that can run code now.
 pub(crate) struct LiveSandbox {
     pub(crate) id: String,
     pub(crate) language: Language,
-    dispatcher: Dispatcher,
-    limits: Limits,
-    session: Option<Session>,
+    pub(super) dispatcher: Dispatcher,
+    pub(super) limits: Limits,
+    /// The REPL session of a stateful sandbox.
+    pub(super) session: Option<Session>,
     /// Its files (`/workspace` in the guest), kept across executions, stateful or not.
     pub(crate) workspace: Workspace,
-    ttl_ms: u64,
-    expires_ms: AtomicU64,
-    /// Executions started here that have not ended; a busy sandbox never expires.
-    running: AtomicUsize,
-    /// Its place and `workspace_bytes` in the server's budget, given back when the last
-    /// holder drops it (deleted or expired, and its executions stopped).
-    _reservation: Reservation,
+    pub(super) ttl_ms: u64,
+    pub(super) expires_ms: AtomicU64,
+    /// Executions started here that have not ended; a busy sandbox never expires and is
+    /// never paused.
+    pub(super) running: AtomicUsize,
+    /// Its place and `workspace_bytes` in the server's budget, given back when it is
+    /// paused, or when the last holder drops it (deleted or expired, and its executions
+    /// stopped).
+    pub(super) reservation: Mutex<Option<Reservation>>,
+}
+
+impl LiveSandbox {
+    /// A live sandbox, idle, expiring at `expires_ms`.
+    pub(super) fn new(
+        row: &SandboxRow,
+        dispatcher: Dispatcher,
+        session: Option<Session>,
+        workspace: Workspace,
+        expires_ms: u64,
+        reservation: Reservation,
+    ) -> LiveSandbox {
+        LiveSandbox {
+            id: row.id.clone(),
+            language: row.language,
+            dispatcher,
+            limits: row.limits,
+            session,
+            workspace,
+            ttl_ms: row.ttl_ms,
+            expires_ms: AtomicU64::new(expires_ms),
+            running: AtomicUsize::new(0),
+            reservation: Mutex::new(Some(reservation)),
+        }
+    }
+
+    /// Since when it has been idle (Unix ms): its last use, as its expiry says.
+    pub(super) fn idle_since_ms(&self) -> u64 {
+        self.expires_ms
+            .load(Ordering::SeqCst)
+            .saturating_sub(self.ttl_ms)
+    }
 }
 
 /// A running execution.
@@ -62,8 +102,8 @@ pub(crate) struct LiveExecution {
 }
 
 #[derive(Default)]
-struct Live {
-    sandboxes: HashMap<String, Arc<LiveSandbox>>,
+pub(super) struct Live {
+    pub(super) sandboxes: HashMap<String, Arc<LiveSandbox>>,
     executions: HashMap<String, Arc<LiveExecution>>,
     /// approval id → execution id, while the approval may still be decided.
     approvals: HashMap<String, String>,
@@ -78,7 +118,13 @@ pub(crate) struct LiveSandboxes {
     connections: Vec<Connection>,
     /// Caps live sandboxes and the sum of their `workspace_bytes` (`--max-sandboxes`,
     /// `--max-workspace-bytes-total`).
-    budget: Arc<Budget>,
+    pub(super) budget: Arc<Budget>,
+    /// Where paused sandboxes' state goes (`paused/<id>`).
+    pub(super) objects: Objects,
+    /// Idle time after which a live sandbox is paused (`--pause-after`; `None`: never).
+    pub(super) pause_after: Option<Duration>,
+    /// One pause or bring-back at a time per sandbox.
+    pub(super) transitions: Transitions,
 }
 
 impl LiveSandboxes {
@@ -87,6 +133,8 @@ impl LiveSandboxes {
         store: Arc<Store>,
         connections: Vec<Connection>,
         capacity: Capacity,
+        objects: Objects,
+        pause_after: Option<Duration>,
     ) -> Arc<LiveSandboxes> {
         Arc::new(LiveSandboxes {
             sandbox,
@@ -94,18 +142,27 @@ impl LiveSandboxes {
             live: Mutex::new(Live::default()),
             connections,
             budget: Budget::new(capacity),
+            objects,
+            pause_after,
+            transitions: Transitions::default(),
         })
     }
 
-    fn live(&self) -> MutexGuard<'_, Live> {
+    pub(super) fn live(&self) -> MutexGuard<'_, Live> {
         // Every critical section is a few map operations; no invariant spans a panic.
         self.live.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Expires idle sandboxes every few seconds, for as long as `self` lives.
+    /// Every few seconds, for as long as `self` lives: expires idle sandboxes, pauses
+    /// those idle for `pause_after`, and expires paused ones past their ttl.
     pub(crate) fn spawn_reaper(self: &Arc<Self>) {
-        spawn_periodic(self, REAP_EVERY, |sandboxes| async move {
-            sandboxes.reap(now_ms()).await
+        let every = self
+            .pause_after
+            .map_or(REAP_EVERY, |after| (after / 2).clamp(REAP_MIN, REAP_EVERY));
+        spawn_periodic(self, every, |sandboxes| async move {
+            sandboxes.reap(now_ms()).await;
+            sandboxes.pause_idle(now_ms()).await;
+            sandboxes.expire_paused(now_ms()).await;
         });
     }
 
@@ -159,20 +216,15 @@ impl LiveSandboxes {
                 ),
             ));
         }
-        let invalid = |error: cordon_core::RegistryError| {
-            ApiError::invalid_request("invalid_tools", error.to_string())
-        };
-        let mut registry = ToolRegistry::new(tools.clone()).map_err(invalid)?;
-        for connection in &self.connections {
-            connection.attach(&mut registry).map_err(invalid)?;
-        }
+        let dispatcher = self
+            .dispatcher(tools.clone())
+            .map_err(|error| ApiError::invalid_request("invalid_tools", error.to_string()))?;
         // Reserved once the request is known to be valid, before the sandbox is built; given
         // back on every way out below (drop).
         let reservation = self
             .budget
             .reserve(limits.workspace_bytes)
             .map_err(refused)?;
-        let dispatcher = Dispatcher::new(Arc::new(registry));
         let id = fresh_id("sbx");
         let now = now_ms();
         let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
@@ -188,34 +240,43 @@ impl LiveSandboxes {
                     .workspace(workspace.clone()),
             )
         });
-        self.store
-            .insert_sandbox(&SandboxRow {
-                id: id.clone(),
-                language,
-                tools,
-                limits,
-                stateful,
-                ttl_ms,
-                created_ms: now,
-                expires_ms,
-                state: "live".to_owned(),
-                reason: None,
-            })
-            .await?;
-        let sandbox = Arc::new(LiveSandbox {
+        let row = SandboxRow {
             id: id.clone(),
             language,
-            dispatcher,
+            tools,
             limits,
+            stateful,
+            ttl_ms,
+            created_ms: now,
+            expires_ms,
+            state: "live".to_owned(),
+            reason: None,
+            paused_bytes: None,
+            paused_key: None,
+        };
+        self.store.insert_sandbox(&row).await?;
+        let sandbox = LiveSandbox::new(
+            &row,
+            dispatcher,
             session,
             workspace,
-            ttl_ms,
-            expires_ms: AtomicU64::new(expires_ms),
-            running: AtomicUsize::new(0),
-            _reservation: reservation,
-        });
-        self.live().sandboxes.insert(id.clone(), sandbox);
+            expires_ms,
+            reservation,
+        );
+        self.live().sandboxes.insert(id.clone(), Arc::new(sandbox));
         Ok((id, expires_ms))
+    }
+
+    /// The dispatcher of a sandbox declaring `tools`, with the connected servers' tools.
+    pub(super) fn dispatcher(
+        &self,
+        tools: Vec<ToolDeclaration>,
+    ) -> Result<Dispatcher, cordon_core::RegistryError> {
+        let mut registry = ToolRegistry::new(tools)?;
+        for connection in &self.connections {
+            connection.attach(&mut registry)?;
+        }
+        Ok(Dispatcher::new(Arc::new(registry)))
     }
 
     /// Largest `workspace_bytes` one sandbox may ask for on this server.
@@ -223,21 +284,31 @@ impl LiveSandboxes {
         MAX_WORKSPACE_BYTES.min(self.budget.capacity().bytes)
     }
 
-    /// The live sandbox, or the error that says why there is none.
+    /// The live sandbox (a paused one is brought back first), or the error that says why
+    /// there is none.
     pub(crate) async fn live_sandbox(&self, id: &str) -> Result<Arc<LiveSandbox>, ApiError> {
         if let Some(sandbox) = self.live().sandboxes.get(id) {
             return Ok(sandbox.clone());
         }
-        match self.store.sandbox(id).await? {
-            Some(row) if row.state == "expired" => Err(ApiError::gone(
-                "sandbox_expired",
-                format!(
-                    "sandbox {id} has expired ({}); create a new one",
-                    row.reason.as_deref().unwrap_or("unknown reason")
-                ),
-            )),
-            _ => Err(ApiError::not_found("sandbox", id)),
+        self.bring_back(id).await
+    }
+
+    /// The live sandbox with one more running execution counted (so it is neither paused
+    /// nor expired meanwhile); a paused one is brought back first.
+    async fn claim(&self, id: &str) -> Result<Arc<LiveSandbox>, ApiError> {
+        // The reaper may pause it again between the bring-back and the claim; a few
+        // rounds settle that.
+        for _ in 0..3 {
+            if let Some(sandbox) = self.live().sandboxes.get(id) {
+                sandbox.running.fetch_add(1, Ordering::SeqCst);
+                return Ok(sandbox.clone());
+            }
+            self.bring_back(id).await?;
         }
+        Err(ApiError::conflict(
+            "sandbox_busy",
+            format!("sandbox {id} was paused again while being resumed; try again"),
+        ))
     }
 
     /// Current expiry of a live sandbox.
@@ -251,6 +322,8 @@ impl LiveSandboxes {
     /// Deletes a sandbox: cancels its running executions, frees its instance. Their
     /// histories stay readable.
     pub(crate) async fn delete_sandbox(&self, id: &str) -> Result<(), ApiError> {
+        // Not while it is being paused or brought back.
+        let _transition = self.transitions.enter(id).await;
         let (removed, executions) = {
             let mut live = self.live();
             let removed = live.sandboxes.remove(id);
@@ -263,9 +336,11 @@ impl LiveSandboxes {
             (removed, executions)
         };
         if removed.is_none() {
-            // Deleting an expired sandbox is fine; an unknown or deleted one is not found.
+            // Deleting an expired or interrupted sandbox is fine, a paused one takes its
+            // stored state along; an unknown or deleted one is not found.
             match self.store.sandbox(id).await? {
-                Some(row) if row.state == "expired" => {}
+                Some(row) if row.state == "expired" || row.state == "interrupted" => {}
+                Some(row) if row.state == "paused" => return self.delete_paused(id).await,
                 _ => return Err(ApiError::not_found("sandbox", id)),
             }
         }
@@ -284,11 +359,16 @@ impl LiveSandboxes {
         sandbox_id: &str,
         code: String,
     ) -> Result<String, ApiError> {
-        let sandbox = self.live_sandbox(sandbox_id).await?;
+        let sandbox = self.claim(sandbox_id).await?;
         let id = fresh_id("exec");
-        self.store
+        if let Err(error) = self
+            .store
             .insert_execution(&id, sandbox_id, sandbox.language, &code)
-            .await?;
+            .await
+        {
+            Self::release(&sandbox);
+            return Err(error.into());
+        }
         let execution = match &sandbox.session {
             Some(session) => session.execute_with_id(code, Some(id.clone())),
             None => self.sandbox.execute(
@@ -304,7 +384,6 @@ impl LiveSandboxes {
             control: execution.control(),
             persisted,
         });
-        sandbox.running.fetch_add(1, Ordering::SeqCst);
         sandbox
             .expires_ms
             .store(now_ms().saturating_add(sandbox.ttl_ms), Ordering::SeqCst);
@@ -373,6 +452,11 @@ impl LiveSandboxes {
         live.executions.remove(execution_id);
         live.approvals
             .retain(|_, execution| execution != execution_id);
+        Self::release(sandbox);
+    }
+
+    /// One running execution fewer; its end counts as a use.
+    fn release(sandbox: &LiveSandbox) {
         sandbox.running.fetch_sub(1, Ordering::SeqCst);
         sandbox
             .expires_ms
@@ -466,12 +550,13 @@ impl LiveSandboxes {
     }
 }
 
-/// The answer to a create the budget refuses: 422 for a quota no server state could fit,
+/// The answer to a create (or resume) the budget refuses: 422 for a quota no server state could fit,
 /// 503 while the live sandboxes hold the room, each saying how to make room.
-fn refused(error: BudgetError) -> ApiError {
+pub(super) fn refused(error: BudgetError) -> ApiError {
     use axum::http::StatusCode;
-    let make_room = "delete a sandbox you no longer need (DELETE /v1/sandboxes/{id}) or wait \
-                     for an idle one to expire";
+    let make_room = "delete a sandbox you no longer need (DELETE /v1/sandboxes/{id}), pause \
+                     one (POST /v1/sandboxes/{id}/pause) or wait for an idle one to be paused \
+                     or expire";
     match error {
         BudgetError::NeverFits { asked, total } => ApiError::invalid_request(
             "invalid_request",

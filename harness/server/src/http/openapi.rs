@@ -25,7 +25,7 @@ use cordon_protocol::execution::ExecutionEvent;
     ),
     paths(
         openapi, health::health, sandboxes::create_sandbox, sandboxes::get_sandbox,
-        sandboxes::delete_sandbox, executions::create_execution, executions::get_execution,
+        sandboxes::delete_sandbox, sandboxes::pause_sandbox, sandboxes::resume_sandbox, executions::create_execution, executions::get_execution,
         executions::delete_execution, executions::execution_events,
         executions::post_tool_results, executions::cancel_execution,
         approvals::decide_approval, computers::create_computer, computers::get_computer,

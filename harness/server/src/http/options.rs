@@ -7,6 +7,7 @@ use cordon_computer::browser::BrowserOptions;
 
 use super::gateway_setup::GatewaySetup;
 use crate::mcp_client::Connection;
+use crate::objects::Objects;
 use crate::workspace_budget::{DEFAULT_MAX_SANDBOXES, DEFAULT_MAX_WORKSPACE_BYTES_TOTAL};
 
 /// Largest request body accepted by default (tool results may carry up to the default
@@ -16,6 +17,8 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 8 << 20;
 pub const DEFAULT_RETAIN: Duration = Duration::from_secs(7 * 24 * 3600);
 /// Computer sessions open at once unless told otherwise.
 pub const DEFAULT_MAX_COMPUTERS: usize = 16;
+/// Idle time after which a live sandbox is paused unless told otherwise.
+pub const DEFAULT_PAUSE_AFTER: Duration = Duration::from_secs(300);
 
 /// Options of the HTTP API.
 #[derive(Debug, Clone)]
@@ -53,6 +56,18 @@ pub struct HttpOptions {
     pub allow_host_tools: bool,
     /// The model behind `POST /v1/messages` (`--upstream`); `None`: no gateway.
     pub gateway: Option<GatewaySetup>,
+    /// Where paused sandboxes' state goes (`--objects`); `None`: this process's memory
+    /// (pausing works, but a paused sandbox does not outlive the process).
+    pub objects: Option<Objects>,
+    /// Idle time after which a live sandbox is paused (`--pause-after`); `None`: only
+    /// when asked (`POST /v1/sandboxes/{id}/pause`) and at a graceful stop.
+    pub pause_after: Option<Duration>,
+    /// How other replicas on the same database reach this one (`--replica-address`,
+    /// e.g. `http://10.0.0.5:7420`); `None`: the server runs alone (no heartbeat, no
+    /// forwarding).
+    pub replica_address: Option<String>,
+    /// A replica whose heartbeat is older than this is dead (`--replica-lease`).
+    pub replica_lease: Duration,
 }
 
 impl Default for HttpOptions {
@@ -70,6 +85,10 @@ impl Default for HttpOptions {
             allowed_hosts: Vec::new(),
             allow_host_tools: false,
             gateway: None,
+            objects: None,
+            pause_after: Some(DEFAULT_PAUSE_AFTER),
+            replica_address: None,
+            replica_lease: super::replica::DEFAULT_REPLICA_LEASE,
         }
     }
 }
@@ -88,5 +107,9 @@ impl HttpOptions {
         allowed_hosts: Vec<String>,
         allow_host_tools: bool,
         gateway: Option<GatewaySetup>,
+        objects: Option<Objects>,
+        pause_after: Option<Duration>,
+        replica_address: Option<String>,
+        replica_lease: Duration,
     }
 }

@@ -1,5 +1,5 @@
 //! Sandboxes over HTTP (`/v1/sandboxes`, `/v1/sandboxes/{id}`): create one (refusing
-//! host-side tools without a token), describe it, delete it.
+//! host-side tools without a token), describe it, pause and resume it, delete it.
 
 use std::time::Duration;
 
@@ -17,6 +17,7 @@ use super::extract::ApiJson;
 use super::live_sandboxes::{DEFAULT_TTL, MAX_TTL};
 use crate::api::{CreateSandbox, ErrorBody, SandboxCreated, SandboxInfo};
 use crate::error::ApiError;
+use crate::store::SandboxRow;
 
 pub(super) fn routes() -> Router<AppState> {
     Router::new()
@@ -25,6 +26,8 @@ pub(super) fn routes() -> Router<AppState> {
             "/v1/sandboxes/{id}",
             get(get_sandbox).delete(delete_sandbox),
         )
+        .route("/v1/sandboxes/{id}/pause", post(pause_sandbox))
+        .route("/v1/sandboxes/{id}/resume", post(resume_sandbox))
 }
 
 /// Creates a sandbox.
@@ -120,8 +123,13 @@ pub(super) async fn get_sandbox(
         Some(row) if row.state != "deleted" => row,
         _ => return Err(ApiError::not_found("sandbox", &id)),
     };
-    let expires_ms = app.sandboxes.expires_ms(&id).unwrap_or(row.expires_ms);
-    Ok(Json(SandboxInfo {
+    Ok(Json(sandbox_info(&app, row)))
+}
+
+/// A sandbox's row as the API shows it (a live one's expiry as it stands in memory).
+fn sandbox_info(app: &AppState, row: SandboxRow) -> SandboxInfo {
+    let expires_ms = app.sandboxes.expires_ms(&row.id).unwrap_or(row.expires_ms);
+    SandboxInfo {
         id: row.id,
         language: row.language,
         stateful: row.stateful,
@@ -130,7 +138,55 @@ pub(super) async fn get_sandbox(
         expires_at: rfc3339(expires_ms),
         state: row.state,
         reason: row.reason,
-    }))
+        paused_bytes: row.paused_bytes,
+    }
+}
+
+/// Pauses a sandbox: its state (REPL session and workspace) goes to the object store, and
+/// it gives back its instance and its share of the server's workspace budget. The next
+/// execution (or `POST /resume`) brings it back.
+#[utoipa::path(
+    post, path = "/v1/sandboxes/{id}/pause",
+    params(("id" = String, Path, description = "Sandbox id")),
+    responses(
+        (status = 200, description = "Paused (`state` is `paused`, `paused_bytes` its stored size); pausing a paused sandbox answers the same", body = SandboxInfo),
+        (status = 404, description = "Unknown or deleted", body = ErrorBody),
+        (status = 409, description = "An execution is running in it (`sandbox_busy`)", body = ErrorBody),
+        (status = 410, description = "It expired or was interrupted", body = ErrorBody),
+        (status = 503, description = "The object store failed (`object_store_unavailable`)", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(super) async fn pause_sandbox(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<SandboxInfo>, ApiError> {
+    let row = app.sandboxes.pause(&id).await?;
+    Ok(Json(sandbox_info(&app, row)))
+}
+
+/// Resumes a paused sandbox (a live one is answered as it is). Creating an execution on a
+/// paused sandbox resumes it too.
+#[utoipa::path(
+    post, path = "/v1/sandboxes/{id}/resume",
+    params(("id" = String, Path, description = "Sandbox id")),
+    responses(
+        (status = 200, description = "Live (`state` is `live`)", body = SandboxInfo),
+        (status = 404, description = "Unknown or deleted", body = ErrorBody),
+        (status = 410, description = "It expired, or was interrupted (also when its paused state could not be read: `sandbox_interrupted` says why)", body = ErrorBody),
+        (status = 503, description = "The server's cap on live sandboxes or workspace bytes is reached, no instance is free, or the object store failed", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(super) async fn resume_sandbox(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<SandboxInfo>, ApiError> {
+    app.sandboxes.bring_back(&id).await?;
+    match app.sandboxes.store.sandbox(&id).await? {
+        Some(row) => Ok(Json(sandbox_info(&app, row))),
+        None => Err(ApiError::not_found("sandbox", &id)),
+    }
 }
 
 /// Deletes a sandbox: cancels its running executions and frees its instance.

@@ -17,16 +17,19 @@ use super::auth::authenticate;
 use super::computer_sessions::ComputerSessions;
 use super::envs::{self, Envs};
 use super::fallback::{method_not_allowed, route_not_found};
+use super::forward::{forward, stamp_replica};
 use super::gateway_mount::{self, Mount};
 use super::health::health;
 use super::live_sandboxes::LiveSandboxes;
 use super::openapi::openapi;
 use super::options::HttpOptions;
+use super::replica::Replica;
 use super::{
     approvals, computers, executions, files, gateway, gateway_gemini, inert, sandboxes, session,
 };
 use crate::computer_pool::ComputerPool;
 use crate::guard::{HostGuard, guard_requests};
+use crate::objects::Objects;
 use crate::periodic::spawn_periodic;
 use crate::store::{Store, StoreError};
 use crate::workspace_budget::Capacity;
@@ -39,13 +42,16 @@ pub struct HttpApi {
     gateway: Option<Arc<Mount>>,
     options: HttpOptions,
     expired_on_start: usize,
+    replica: Arc<Replica>,
 }
 
-/// Stops what the API runs besides its routes (computer sessions and their Chromium);
-/// see [`HttpApi::shutdown_handle`].
+/// Stops what the API runs besides its routes (pauses the idle sandboxes, ends the
+/// computer sessions and their Chromium); see [`HttpApi::shutdown_handle`].
 #[derive(Clone)]
 pub struct ShutdownHandle {
+    sandboxes: Arc<LiveSandboxes>,
     computers: Arc<ComputerSessions>,
+    replica: Arc<Replica>,
 }
 
 impl std::fmt::Debug for ShutdownHandle {
@@ -55,10 +61,17 @@ impl std::fmt::Debug for ShutdownHandle {
 }
 
 impl ShutdownHandle {
-    /// Ends the live computer sessions (recorded `expired`, "the server shut down") and
-    /// stops Chromium. Idempotent.
+    /// Pauses every idle live sandbox (their state goes to the object store, so the next
+    /// server brings them back), ends the live computer sessions (recorded `expired`, "the
+    /// server shut down") and stops Chromium. Idempotent.
     pub async fn shutdown(&self) {
+        let paused = self.sandboxes.pause_all_idle().await;
+        if paused > 0 {
+            eprintln!("cordon serve: paused {paused} idle sandbox(es) before stopping");
+        }
         self.computers.shutdown().await;
+        // Last: the other replicas end what this one still owns at their next beat.
+        self.replica.retire(&self.sandboxes.store).await;
     }
 }
 
@@ -71,8 +84,8 @@ impl std::fmt::Debug for HttpApi {
 }
 
 impl HttpApi {
-    /// Builds the API. Whatever was live in `store` when its last server stopped is
-    /// marked `expired` first (see [`Store::recover`]), and a Chromium that server left
+    /// Builds the API. Whatever was live in `store` and is owned by no live replica is
+    /// ended first (see [`Store::recover`]; executions `interrupted`), and a Chromium that server left
     /// running is stopped. Must be called within a tokio runtime (it starts the tasks that
     /// expire idle sandboxes and computer sessions, and the retention sweep).
     pub async fn new(
@@ -80,21 +93,31 @@ impl HttpApi {
         store: Store,
         options: HttpOptions,
     ) -> Result<Self, StoreError> {
-        let expired_on_start = store.recover(
-            "the server stopped before this execution ended (its process exited or was killed); \
-             run it again",
-        ).await?;
+        let replica = Replica::new(options.replica_address.clone(), options.replica_lease)
+            .map_err(|error| StoreError::Io {
+                path: "the HTTP client that forwards to other replicas".to_owned(),
+                source: std::io::Error::other(error),
+            })?;
+        let replica = Arc::new(replica);
+        let expired_on_start = replica.start(&store).await?;
+        // Environments open when the last server stopped lost their browser sessions.
+        store.interrupt_envs(envs::ENV_RESTART_REASON).await?;
         let store = Arc::new(store);
+        replica.spawn_heartbeat(store.clone());
         let (gateway_sandbox, gateway_store) = (sandbox.clone(), store.clone());
+        let env_store = store.clone();
         let capacity = Capacity {
             workspaces: options.max_sandboxes,
             bytes: options.max_workspace_bytes_total,
         };
+        let objects = options.objects.clone().unwrap_or_else(Objects::in_memory);
         let sandboxes = LiveSandboxes::new(
             sandbox,
             store.clone(),
             options.connections.clone(),
             capacity,
+            objects,
+            options.pause_after,
         );
         sandboxes.spawn_reaper();
         let trajectories = options
@@ -114,6 +137,7 @@ impl HttpApi {
                 setup,
                 gateway_sandbox,
                 gateway_store,
+                options.objects.clone().unwrap_or_else(Objects::in_memory),
                 computers.clone(),
                 options.token.is_some(),
             ))
@@ -124,7 +148,10 @@ impl HttpApi {
         if let Some(retain) = options.retain {
             spawn_retention(&computers, retain);
         }
-        let envs = Envs::new(Some(computers.pool().launcher()));
+        let envs = Envs::recorded(computers.pool().launcher(), env_store);
+        if let Some(retain) = options.retain {
+            envs.spawn_retention(retain);
+        }
         Ok(HttpApi {
             sandboxes,
             computers,
@@ -132,6 +159,7 @@ impl HttpApi {
             gateway,
             options,
             expired_on_start,
+            replica,
         })
     }
 
@@ -139,11 +167,14 @@ impl HttpApi {
     /// when it returns, and a caller that gives up waiting for `serve` calls it itself.
     pub fn shutdown_handle(&self) -> ShutdownHandle {
         ShutdownHandle {
+            sandboxes: self.sandboxes.clone(),
             computers: self.computers.clone(),
+            replica: self.replica.clone(),
         }
     }
 
-    /// Executions found running in the store at start, now `expired`.
+    /// Executions found running in the store at start (owned by no live replica), now
+    /// `interrupted`.
     pub fn expired_on_start(&self) -> usize {
         self.expired_on_start
     }
@@ -158,8 +189,11 @@ impl HttpApi {
             token: self.options.token.clone(),
             host_tools: self.options.token.is_some() || self.options.allow_host_tools,
             gateway: self.gateway.clone(),
+            replica: self.replica.clone(),
         });
-        let guard = Arc::new(HostGuard::new(bound, &self.options.allowed_hosts));
+        let mut allowed_hosts = self.options.allowed_hosts.clone();
+        allowed_hosts.extend(self.replica.host());
+        let guard = Arc::new(HostGuard::new(bound, &allowed_hosts));
         Router::new()
             .route("/openapi.json", get(openapi))
             .route("/v1/health", get(health))
@@ -174,6 +208,8 @@ impl HttpApi {
             .merge(envs::routes())
             .fallback(route_not_found)
             .method_not_allowed_fallback(method_not_allowed)
+            // After authentication: only a request this replica would serve goes on.
+            .layer(middleware::from_fn_with_state(app.clone(), forward))
             .layer(middleware::from_fn_with_state(app.clone(), authenticate))
             .layer(DefaultBodyLimit::max(self.options.max_body_bytes))
             // Outermost: a request naming another host or coming from another site's page
@@ -181,6 +217,10 @@ impl HttpApi {
             .layer(middleware::from_fn_with_state(guard, guard_requests))
             // Around everything, refusals included: no response is read as another type.
             .layer(middleware::map_response(inert::nosniff))
+            .layer(middleware::map_response_with_state(
+                self.replica.clone(),
+                stamp_replica,
+            ))
             .with_state(app)
     }
 

@@ -11,10 +11,12 @@ use std::path::Path;
 
 use cordon_protocol::execution::{ExecutionEvent, Language};
 use serde_json::Value;
+use tokio::sync::watch;
 
 use super::approvals::ApprovalRow;
 use super::computers::{ComputerRow, ComputerStepRow};
 use super::conversations::{ConversationRow, ConversationSummary, NewConversationEntry};
+use super::envs::{EnvEpisodeRow, EnvRow};
 use super::error::Result;
 use super::events::EventRow;
 use super::executions::ExecutionRow;
@@ -22,6 +24,7 @@ use super::handle::SqliteStore;
 use super::location::DbLocation;
 use super::postgres::PostgresStore;
 use super::purge::Purged;
+use super::replicas_schema::{LiveOwner, Owned, Recovery};
 use super::sandboxes::SandboxRow;
 
 /// The store behind the HTTP API: SQLite (a file, the default) or PostgreSQL.
@@ -65,6 +68,28 @@ impl Store {
         match location {
             DbLocation::Sqlite(path) => Store::open(path),
             DbLocation::Postgres(url) => Store::connect(url).await,
+        }
+    }
+
+    /// Makes `replica` (`rpl_…`) the owner written on the live rows this store creates
+    /// from now on (sandboxes, executions, computer sessions). Set once, before any; a
+    /// second call is ignored.
+    pub fn set_replica(&self, replica: &str) {
+        let owner = match &self.backend {
+            Backend::Sqlite(store) => &store.owner,
+            Backend::Postgres(store) => store.owner_cell(),
+        };
+        let _ = owner.set(replica.to_owned());
+    }
+
+    /// A receiver that changes when another process stores an event of `execution_id`
+    /// (PostgreSQL `LISTEN`/`NOTIFY`); `None` on SQLite, which one process serves. Take it
+    /// before reading the log, and re-read after a bounded wait: an announcement can be
+    /// lost while the listening connection is down.
+    pub async fn announcements(&self, execution_id: &str) -> Option<watch::Receiver<u64>> {
+        match &self.backend {
+            Backend::Sqlite(_) => None,
+            Backend::Postgres(store) => Some(store.announcements(execution_id).await),
         }
     }
 
@@ -147,6 +172,17 @@ store_calls! {
     fn end_sandbox(&self, id: &str, state: &str, reason: &str) -> ();
     /// Marks a sandbox deleted, whatever its state.
     fn mark_sandbox_deleted(&self, id: &str) -> ();
+    /// Records a live sandbox as paused, its state at `paused_key` (`paused_bytes` long),
+    /// expiring at `expires_ms`; whether it was live.
+    fn pause_sandbox(&self, id: &str, paused_bytes: u64, paused_key: &str, expires_ms: u64) -> bool;
+    /// Records a paused sandbox as live again, expiring at `expires_ms` and owned by this
+    /// replica; whether it was paused (of two replicas bringing it back, one wins).
+    fn resume_sandbox(&self, id: &str, expires_ms: u64) -> bool;
+    /// Ends a paused sandbox (`expired`, `interrupted`) with the reason; whether it was
+    /// paused.
+    fn end_paused_sandbox(&self, id: &str, state: &str, reason: &str) -> bool;
+    /// Up to `limit` paused sandboxes whose expiry is at or before `now_ms`, soonest first.
+    fn paused_sandboxes_expired(&self, now_ms: u64, limit: usize) -> Vec<SandboxRow>;
     /// Records a new computer session as `live`.
     fn insert_computer(&self, row: &ComputerRow) -> ();
     /// A computer session by id (any state).
@@ -198,6 +234,30 @@ store_calls! {
     fn delete_session(&self, id: &str) -> bool;
     /// Deletes sessions idle since before `cutoff_ms`; how many.
     fn purge_sessions(&self, cutoff_ms: u64) -> usize;
+    /// Keeps a gateway record (`cordon_gateway::GatewayStore`), replacing what was there.
+    fn put_gateway_record(&self, kind: &str, key: &str, value: &str) -> ();
+    /// A gateway record's value.
+    fn gateway_record(&self, kind: &str, key: &str) -> Option<String>;
+    /// Deletes a gateway record and returns its value: of callers racing, one gets it.
+    fn take_gateway_record(&self, kind: &str, key: &str) -> Option<String>;
+    /// Keeps a gateway record unless one is there; returns the value kept.
+    fn put_new_gateway_record(&self, kind: &str, key: &str, value: &str) -> String;
+    /// Deletes gateway records not written since `cutoff_ms` (not the shared keys); the
+    /// (kind, key) of each.
+    fn purge_gateway_records(&self, cutoff_ms: u64) -> Vec<(String, String)>;
+    /// Records a new benchmark environment as `live`.
+    fn insert_env(&self, id: &str, suite: &str) -> ();
+    /// Writes an environment's episode as it stands (its row made at the first write).
+    fn record_env_episode(&self, env_id: &str, row: &EnvEpisodeRow) -> ();
+    /// A benchmark environment with its episodes (any state).
+    fn env(&self, id: &str) -> Option<EnvRow>;
+    /// Ends a live environment (`closed`, `interrupted`) with the reason; whether it was live.
+    fn end_env(&self, id: &str, state: &str, reason: &str) -> bool;
+    /// Marks every live environment `interrupted` (their sessions died with the process
+    /// that ran them); how many.
+    fn interrupt_envs(&self, reason: &str) -> usize;
+    /// Deletes environments over since before `cutoff_ms`, with their episodes; how many.
+    fn purge_envs(&self, cutoff_ms: u64) -> usize;
     /// A value of the `meta` table.
     fn meta(&self, key: &str) -> Option<String>;
     /// Sets (or with `None` removes) a value of the `meta` table.
@@ -208,12 +268,25 @@ store_calls! {
     /// sessions are never touched. One transaction; returns what went, including the
     /// trajectory directories for the caller to remove.
     fn purge(&self, cutoff_ms: u64) -> Purged;
-    /// Marks everything that was live when the previous process stopped as over: running
-    /// executions end `expired` (with a final `execution.completed` event built from
-    /// their log, so streams and readers see an end), pending approvals expire, live
-    /// sandboxes expire (their instances and REPL state died with the process), open
-    /// computer sessions expire with
-    /// [`COMPUTER_RESTART_REASON`](super::COMPUTER_RESTART_REASON). One transaction.
-    /// Returns how many executions expired.
-    fn recover(&self, reason: &str) -> usize;
+    /// Ends what dead replicas owned (see [`Recovery`]: replicas whose heartbeat is older
+    /// than its cutoff are removed first, then every row whose owner has no heartbeat and
+    /// is not this replica is over): running executions end `interrupted` with `reason`
+    /// (and a final `execution.completed` event built from their log, so streams and
+    /// readers see an end), their pending approvals expire, live sandboxes are
+    /// `interrupted` (their instances and REPL state died with the process; paused ones
+    /// stay paused), open computer sessions expire with
+    /// [`COMPUTER_RESTART_REASON`](super::COMPUTER_RESTART_REASON). One transaction;
+    /// idempotent, and safe when two replicas run it at once. Returns how many executions
+    /// were interrupted.
+    fn recover(&self, reason: &str, recovery: &Recovery<'_>) -> usize;
+    /// Records replica `id`'s heartbeat at `now_ms` (creating its row); whether its row
+    /// was there (`false`: its first beat, or another replica found it dead and ended
+    /// what it owned).
+    fn beat_replica(&self, id: &str, address: &str, now_ms: u64) -> bool;
+    /// Marks replica `id`'s heartbeat as long past (it is stopping), so the next recovery
+    /// of another replica ends what it still owns without waiting for the lease.
+    fn retire_replica(&self, id: &str) -> ();
+    /// The owner of a live thing (`owned` says which table) if that replica's heartbeat
+    /// is not older than `alive_since_ms`: one primary-key read.
+    fn live_owner(&self, owned: Owned, id: &str, alive_since_ms: u64) -> Option<LiveOwner>;
 }

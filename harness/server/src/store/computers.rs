@@ -79,8 +79,8 @@ impl SqliteStore {
     /// Records a new computer session as `live`.
     pub fn insert_computer(&self, row: &ComputerRow) -> Result<()> {
         lock(&self.conn).execute(
-            "INSERT INTO computers (id, setup, trajectory, ttl_ms, created_ms, expires_ms, state, reason, current_url, steps)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            "INSERT INTO computers (id, setup, trajectory, ttl_ms, created_ms, expires_ms, state, reason, current_url, steps, owner)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             params![
                 row.id,
                 row.setup.to_string(),
@@ -92,6 +92,7 @@ impl SqliteStore {
                 row.reason,
                 row.current_url,
                 to_i64(row.steps),
+                self.owner(),
             ],
         )?;
         Ok(())

@@ -61,6 +61,7 @@ impl SqliteStore {
         migrate(&mut conn)?;
         Ok(SqliteStore {
             conn: Mutex::new(conn),
+            owner: std::sync::OnceLock::new(),
         })
     }
 }

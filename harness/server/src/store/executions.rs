@@ -52,15 +52,16 @@ impl SqliteStore {
         code: &str,
     ) -> Result<()> {
         lock(&self.conn).execute(
-            "INSERT INTO executions (id, sandbox_id, language, code, status, created_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            "INSERT INTO executions (id, sandbox_id, language, code, status, created_ms, owner)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             params![
                 id,
                 sandbox_id,
                 language.as_str(),
                 code,
                 RUNNING,
-                to_i64(now_ms())
+                to_i64(now_ms()),
+                self.owner(),
             ],
         )?;
         Ok(())

@@ -1,7 +1,7 @@
 //! The SQLite backend's handle (one connection behind a mutex) and taking its lock; each
 //! table group's file adds its queries to it.
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 use rusqlite::Connection;
 
@@ -11,6 +11,9 @@ use rusqlite::Connection;
 #[derive(Debug)]
 pub struct SqliteStore {
     pub(super) conn: Mutex<Connection>,
+    /// The replica this process is: the owner written on the live rows it creates
+    /// (`None` until the server sets it; such rows belong to no one).
+    pub(super) owner: OnceLock<String>,
 }
 
 pub(super) fn lock(conn: &Mutex<Connection>) -> MutexGuard<'_, Connection> {

@@ -4,12 +4,18 @@
 // Leaves: the pool and the tables.
 mod pool;
 mod schema;
+// Announcements of stored events (`LISTEN`), on a connection of their own.
+mod listener;
 // The handle: connecting and migrating.
 mod connection;
 // The table groups' queries.
 mod computers;
 mod conversations;
+mod envs;
+mod gateway_records;
 mod executions;
 mod maintenance;
+mod replicas;
+mod paused;
 
 pub(crate) use connection::PostgresStore;

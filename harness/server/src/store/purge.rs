@@ -43,9 +43,10 @@ impl SqliteStore {
             "DELETE FROM executions WHERE status != 'running' AND finished_ms < ?1",
             params![cutoff],
         )?;
-        // A sandbox that is no longer live ended at its expiry at the latest.
+        // A sandbox that is no longer live ended at its expiry at the latest; a paused one
+        // is ended by the reaper first, which deletes its object.
         let sandboxes = tx.execute(
-            "DELETE FROM sandboxes WHERE state != 'live' AND expires_ms < ?1",
+            "DELETE FROM sandboxes WHERE state NOT IN ('live', 'paused') AND expires_ms < ?1",
             params![cutoff],
         )?;
         let trajectories: Vec<String> = {

@@ -14,6 +14,12 @@ use super::error::Result;
 use super::events::event_type;
 use super::executions::RUNNING;
 use super::handle::{SqliteStore, lock};
+use super::replicas_schema::{DEAD_OWNER, Recovery, sqlite};
+
+/// Why sandboxes that were live (not paused) when the server stopped are over.
+pub const SANDBOX_RESTART_REASON: &str = "the server stopped while this sandbox was live (its \
+    process exited or was killed before pausing it), and its variables and files went with \
+    it; create a new one. Its executions stay readable";
 
 /// Why computer sessions that were open when the server stopped are over.
 pub const COMPUTER_RESTART_REASON: &str = "the server stopped while this computer session was \
@@ -21,19 +27,24 @@ pub const COMPUTER_RESTART_REASON: &str = "the server stopped while this compute
     (POST /v1/computers). Its trajectory stays readable";
 
 impl SqliteStore {
-    /// Marks everything that was live when the previous process stopped as over: running
-    /// executions end `expired` (with a final `execution.completed` event built from
-    /// their log, so streams and readers see an end), pending approvals expire, live
-    /// sandboxes expire (their instances and REPL state died with the process), open
-    /// computer sessions expire with [`COMPUTER_RESTART_REASON`]. One transaction.
-    /// Returns how many executions expired.
-    pub fn recover(&self, reason: &str) -> Result<usize> {
+    /// Ends what dead replicas owned: see [`crate::store::Store::recover`].
+    pub fn recover(&self, reason: &str, recovery: &Recovery<'_>) -> Result<usize> {
         let mut conn = lock(&self.conn);
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let now = to_i64(now_ms());
+        let me = recovery.me;
+        let died = tx.execute(
+            "DELETE FROM replicas WHERE seen_at_ms < ?1 AND id <> ?2",
+            params![to_i64(recovery.dead_before_ms), me],
+        )?;
+        if died == 0 && !recovery.orphans {
+            return Ok(0);
+        }
         let running: Vec<String> = {
-            let mut statement = tx.prepare("SELECT id FROM executions WHERE status = ?1")?;
-            let rows = statement.query_map(params![RUNNING], |row| row.get(0))?;
+            let mut statement = tx.prepare(&sqlite(&format!(
+                "SELECT t.id FROM executions t WHERE {DEAD_OWNER} AND t.status = $2"
+            )))?;
+            let rows = statement.query_map(params![me, RUNNING], |row| row.get(0))?;
             rows.collect::<rusqlite::Result<_>>()?
         };
         for id in &running {
@@ -64,36 +75,48 @@ impl SqliteStore {
                 "UPDATE executions SET status = ?2, finished_ms = ?3, result = ?4 WHERE id = ?1",
                 params![
                     id,
-                    ExecutionStatus::Expired.as_str(),
+                    ExecutionStatus::Interrupted.as_str(),
                     now,
                     serde_json::to_string(&result)?
                 ],
             )?;
+            tx.execute(
+                "UPDATE approvals SET status = 'expired', decided_ms = ?1
+                 WHERE execution_id = ?2 AND status = 'pending'",
+                params![now, id],
+            )?;
         }
+        // Paused sandboxes stay paused: their state is in the object store.
         tx.execute(
-            "UPDATE approvals SET status = 'expired', decided_ms = ?1 WHERE status = 'pending'",
-            params![now],
+            &sqlite(&format!(
+                "UPDATE sandboxes AS t SET state = 'interrupted', reason = $2
+                 WHERE {DEAD_OWNER} AND t.state = 'live'"
+            )),
+            params![me, SANDBOX_RESTART_REASON],
         )?;
-        tx.execute(
-            "UPDATE sandboxes SET state = 'expired', reason = ?1 WHERE state = 'live'",
-            params![reason],
-        )?;
-        tx.execute(
-            "UPDATE computers SET state = 'expired', reason = ?1, finished_ms = ?2, pending = NULL
-             WHERE state = 'live'",
-            params![COMPUTER_RESTART_REASON, now],
-        )?;
-        tx.execute(
-            "UPDATE computer_approvals SET status = 'expired', decided_ms = ?1 WHERE status = 'pending'",
-            params![now],
-        )?;
+        let computers: Vec<String> = {
+            let mut statement = tx.prepare(&sqlite(&format!(
+                "UPDATE computers AS t SET state = 'expired', reason = $2, finished_ms = $3,
+                     pending = NULL
+                 WHERE {DEAD_OWNER} AND t.state = 'live' RETURNING id"
+            )))?;
+            let rows = statement.query_map(params![me, COMPUTER_RESTART_REASON, now], |row| row.get(0))?;
+            rows.collect::<rusqlite::Result<_>>()?
+        };
+        for id in &computers {
+            tx.execute(
+                "UPDATE computer_approvals SET status = 'expired', decided_ms = ?1
+                 WHERE computer_id = ?2 AND status = 'pending'",
+                params![now, id],
+            )?;
+        }
         tx.commit()?;
         Ok(running.len())
     }
 }
 
 /// The result an execution gets when the process running it went away: whatever its log
-/// recorded (output, tool calls) and `expired` with the reason.
+/// recorded (output, tool calls) and `interrupted` with the reason.
 pub(super) fn expired_result(events: &[ExecutionEvent], reason: &str) -> ExecutionResult {
     let mut stdout = String::new();
     let mut stderr = String::new();
@@ -143,14 +166,14 @@ pub(super) fn expired_result(events: &[ExecutionEvent], reason: &str) -> Executi
         }
     }
     ExecutionResult {
-        status: ExecutionStatus::Expired,
+        status: ExecutionStatus::Interrupted,
         limit: None,
         stdout,
         stderr,
         result: Value::Null,
         result_encoding: None,
         error: Some(ErrorInfo {
-            error_type: "Expired".to_owned(),
+            error_type: "Interrupted".to_owned(),
             message: reason.to_owned(),
             traceback: String::new(),
         }),
@@ -168,8 +191,16 @@ mod tests {
     use cordon_protocol::execution::Language;
     use pretty_assertions::assert_eq;
 
+    fn restart() -> Recovery<'static> {
+        Recovery {
+            me: "rpl_restarted",
+            dead_before_ms: now_ms(),
+            orphans: true,
+        }
+    }
+
     #[test]
-    fn recovery_expires_running_executions_with_a_final_event() {
+    fn recovery_interrupts_running_executions_with_a_final_event() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("cordon.db");
         {
@@ -184,16 +215,16 @@ mod tests {
             store.append_event("exec_1", 1, &delta).unwrap();
         }
         let store = SqliteStore::open(&path).unwrap();
-        assert_eq!(store.recover("the server restarted").unwrap(), 1);
+        assert_eq!(store.recover("the server restarted", &restart()).unwrap(), 1);
         let row = store.execution("exec_1").unwrap().unwrap();
-        assert_eq!(row.status, "expired");
+        assert_eq!(row.status, "interrupted");
         let result = row.result.unwrap();
         assert_eq!(result.stdout, "1\n");
         assert_eq!(result.error.unwrap().message, "the server restarted");
         let events = store.events_after("exec_1", 0, 10).unwrap();
         assert_eq!(events.len(), 2);
         assert_eq!(events[1].event_type, "execution.completed");
-        assert_eq!(store.recover("again").unwrap(), 0);
+        assert_eq!(store.recover("again", &restart()).unwrap(), 0);
     }
 
     #[test]
@@ -218,7 +249,7 @@ mod tests {
             );
         }
         let store = SqliteStore::open(&path).unwrap();
-        store.recover("restarted").unwrap();
+        store.recover("restarted", &restart()).unwrap();
         let row = store.computer("cmp_1").unwrap().unwrap();
         assert_eq!(row.state, "expired");
         assert_eq!(row.reason.as_deref(), Some(COMPUTER_RESTART_REASON));

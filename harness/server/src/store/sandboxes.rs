@@ -2,9 +2,9 @@
 
 use cordon_protocol::execution::{Language, Limits};
 use cordon_protocol::tool::ToolDeclaration;
-use rusqlite::{OptionalExtension, params};
+use rusqlite::params;
 
-use super::columns::{language_from, row_tuple, to_i64, to_u64};
+use super::columns::{language_from, to_i64, to_u64};
 use super::error::Result;
 use super::handle::{SqliteStore, lock};
 
@@ -27,18 +27,45 @@ pub struct SandboxRow {
     pub created_ms: u64,
     /// Expiry time, Unix milliseconds.
     pub expires_ms: u64,
-    /// `live`, `expired` or `deleted`.
+    /// `live`, `paused`, `expired`, `interrupted` or `deleted`.
     pub state: String,
     /// Why it is no longer live.
     pub reason: Option<String>,
+    /// Size of its paused state in the object store, while `paused`.
+    pub paused_bytes: Option<u64>,
+    /// The object store key of its paused state (`paused/<id>`), while `paused`.
+    pub paused_key: Option<String>,
+}
+
+/// The columns [`read_sandbox`] reads, in its order.
+pub(super) const SANDBOX_COLUMNS: &str = "id, language, tools, limits, stateful, ttl_ms, \
+    created_ms, expires_ms, state, reason, paused_bytes, paused_key";
+
+/// A row of [`SANDBOX_COLUMNS`].
+pub(super) fn read_sandbox(row: &rusqlite::Row<'_>) -> Result<SandboxRow> {
+    let paused_bytes: Option<i64> = row.get(10)?;
+    Ok(SandboxRow {
+        id: row.get(0)?,
+        language: language_from(&row.get::<_, String>(1)?),
+        tools: serde_json::from_str(&row.get::<_, String>(2)?)?,
+        limits: serde_json::from_str(&row.get::<_, String>(3)?)?,
+        stateful: row.get(4)?,
+        ttl_ms: to_u64(row.get(5)?),
+        created_ms: to_u64(row.get(6)?),
+        expires_ms: to_u64(row.get(7)?),
+        state: row.get(8)?,
+        reason: row.get(9)?,
+        paused_bytes: paused_bytes.map(to_u64),
+        paused_key: row.get(11)?,
+    })
 }
 
 impl SqliteStore {
     /// Records a new sandbox.
     pub fn insert_sandbox(&self, row: &SandboxRow) -> Result<()> {
         lock(&self.conn).execute(
-            "INSERT INTO sandboxes (id, language, tools, limits, stateful, ttl_ms, created_ms, expires_ms, state, reason)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            "INSERT INTO sandboxes (id, language, tools, limits, stateful, ttl_ms, created_ms, expires_ms, state, reason, paused_bytes, paused_key, owner)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
             params![
                 row.id,
                 row.language.as_str(),
@@ -50,6 +77,9 @@ impl SqliteStore {
                 to_i64(row.expires_ms),
                 row.state,
                 row.reason,
+                row.paused_bytes.map(to_i64),
+                row.paused_key,
+                self.owner(),
             ],
         )?;
         Ok(())
@@ -58,31 +88,14 @@ impl SqliteStore {
     /// A sandbox by id (any state).
     pub fn sandbox(&self, id: &str) -> Result<Option<SandboxRow>> {
         let conn = lock(&self.conn);
-        let row = conn
-            .query_row(
-                "SELECT id, language, tools, limits, stateful, ttl_ms, created_ms, expires_ms, state, reason
-                 FROM sandboxes WHERE id = ?1",
-                params![id],
-                row_tuple::<(String, String, String, String, bool, i64, i64, i64, String, Option<String>)>,
-            )
-            .optional()?;
-        let Some((id, language, tools, limits, stateful, ttl, created, expires, state, reason)) =
-            row
-        else {
-            return Ok(None);
-        };
-        Ok(Some(SandboxRow {
-            id,
-            language: language_from(&language),
-            tools: serde_json::from_str(&tools)?,
-            limits: serde_json::from_str(&limits)?,
-            stateful,
-            ttl_ms: to_u64(ttl),
-            created_ms: to_u64(created),
-            expires_ms: to_u64(expires),
-            state,
-            reason,
-        }))
+        let mut statement = conn.prepare(&format!(
+            "SELECT {SANDBOX_COLUMNS} FROM sandboxes WHERE id = ?1"
+        ))?;
+        let mut rows = statement.query(params![id])?;
+        match rows.next()? {
+            Some(row) => Ok(Some(read_sandbox(row)?)),
+            None => Ok(None),
+        }
     }
 
     /// Moves a sandbox's expiry (it was used).

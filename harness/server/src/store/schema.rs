@@ -6,12 +6,19 @@
 /// tables `IF NOT EXISTS`, so a file written before it was kept gets them again harmlessly;
 /// a later migration may alter tables and need not be repeatable. Add one (never edit one
 /// that shipped) when the tables change.
-pub(super) const SQLITE_MIGRATIONS: &[(i64, &str)] =
-    &[(1, SCHEMA), (2, CONVERSATIONS_SCHEMA), (3, SESSIONS_SCHEMA)];
+pub(super) const SQLITE_MIGRATIONS: &[(i64, &str)] = &[
+    (1, SCHEMA),
+    (2, CONVERSATIONS_SCHEMA),
+    (3, SESSIONS_SCHEMA),
+    (4, PAUSED_SANDBOXES),
+    (5, super::replicas_schema::SQLITE_REPLICAS),
+    (6, super::gateway_records::SQLITE_GATEWAY_RECORDS),
+    (7, ENVS_SCHEMA),
+];
 
 /// The newest SQLite migration, also written to `meta` (`schema`), where builds from before
 /// `schema_migrations` look for it.
-pub(super) const SCHEMA_VERSION: i64 = 3;
+pub(super) const SCHEMA_VERSION: i64 = 7;
 
 /// The tables of sandboxes, executions (their events and approvals) and computer sessions
 /// (their steps and approvals), and `meta`.
@@ -134,4 +141,37 @@ CREATE TABLE IF NOT EXISTS sessions (
     created_ms  INTEGER NOT NULL,
     updated_ms  INTEGER NOT NULL
 );
+";
+
+/// The tables of benchmark environments (`/v1/envs`) and their episodes.
+pub(super) const ENVS_SCHEMA: &str = "
+CREATE TABLE envs (
+    id          TEXT PRIMARY KEY,
+    suite       TEXT NOT NULL,
+    state       TEXT NOT NULL,
+    reason      TEXT,
+    created_ms  INTEGER NOT NULL,
+    updated_ms  INTEGER NOT NULL
+);
+CREATE INDEX envs_by_state ON envs (state);
+CREATE TABLE env_episodes (
+    env_id      TEXT NOT NULL,
+    episode     INTEGER NOT NULL,
+    task        TEXT NOT NULL,
+    seed        INTEGER NOT NULL,
+    steps       INTEGER NOT NULL,
+    reward      REAL NOT NULL,
+    done        INTEGER NOT NULL,
+    started_ms  INTEGER NOT NULL,
+    updated_ms  INTEGER NOT NULL,
+    PRIMARY KEY (env_id, episode)
+) WITHOUT ROWID;
+";
+
+/// Paused sandboxes: where their state is in the object store and how large it is, and
+/// the index the reaper reads to expire them.
+pub(super) const PAUSED_SANDBOXES: &str = "
+ALTER TABLE sandboxes ADD COLUMN paused_bytes INTEGER;
+ALTER TABLE sandboxes ADD COLUMN paused_key TEXT;
+CREATE INDEX IF NOT EXISTS sandboxes_by_state ON sandboxes (state, expires_ms);
 ";

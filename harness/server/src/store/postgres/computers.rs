@@ -16,8 +16,8 @@ impl PostgresStore {
             .await?
             .execute(
                 "INSERT INTO computers (id, setup, trajectory, ttl_ms, created_ms, expires_ms,
-                    state, reason, current_url, steps)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+                    state, reason, current_url, steps, owner)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
                 &[
                     &row.id,
                     &row.setup.to_string(),
@@ -29,6 +29,7 @@ impl PostgresStore {
                     &row.reason,
                     &row.current_url,
                     &to_i64(row.steps),
+                    &self.owner(),
                 ],
             )
             .await?;

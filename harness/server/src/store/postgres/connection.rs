@@ -16,6 +16,11 @@ use crate::store::location::without_password;
 #[derive(Debug)]
 pub(crate) struct PostgresStore {
     pub(super) pool: Pool,
+    /// The replica this process is: the owner written on the live rows it creates.
+    pub(super) owner: std::sync::OnceLock<String>,
+    /// Wakes event streams when another replica stores an event (`LISTEN`), started by
+    /// the first stream that waits on it.
+    pub(super) announcements: super::listener::Announcements,
 }
 
 impl PostgresStore {
@@ -26,7 +31,9 @@ impl PostgresStore {
             message: error.to_string(),
         })?;
         let store = PostgresStore {
+            announcements: super::listener::Announcements::new(config.clone()),
             pool: Pool::new(config)?,
+            owner: std::sync::OnceLock::new(),
         };
         store.migrate().await?;
         Ok(store)

@@ -25,8 +25,8 @@ impl PostgresStore {
             .get()
             .await?
             .execute(
-                "INSERT INTO executions (id, sandbox_id, language, code, status, created_ms)
-                 VALUES ($1, $2, $3, $4, $5, $6)",
+                "INSERT INTO executions (id, sandbox_id, language, code, status, created_ms, owner)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
                 &[
                     &id,
                     &sandbox_id,
@@ -34,6 +34,7 @@ impl PostgresStore {
                     &code,
                     &RUNNING,
                     &to_i64(now_ms()),
+                    &self.owner(),
                 ],
             )
             .await?;
@@ -231,8 +232,8 @@ impl PostgresStore {
             .await?
             .execute(
                 "INSERT INTO sandboxes (id, language, tools, limits, stateful, ttl_ms, created_ms,
-                    expires_ms, state, reason)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+                    expires_ms, state, reason, paused_bytes, paused_key, owner)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
                 &[
                     &row.id,
                     &row.language.as_str(),
@@ -244,6 +245,9 @@ impl PostgresStore {
                     &to_i64(row.expires_ms),
                     &row.state,
                     &row.reason,
+                    &row.paused_bytes.map(to_i64),
+                    &row.paused_key,
+                    &self.owner(),
                 ],
             )
             .await?;
@@ -256,27 +260,11 @@ impl PostgresStore {
             .get()
             .await?
             .query_opt(
-                "SELECT id, language, tools, limits, stateful, ttl_ms, created_ms, expires_ms,
-                    state, reason
-                 FROM sandboxes WHERE id = $1",
+                &format!("SELECT {SANDBOX_COLUMNS} FROM sandboxes WHERE id = $1"),
                 &[&id],
             )
             .await?;
-        let Some(row) = row else {
-            return Ok(None);
-        };
-        Ok(Some(SandboxRow {
-            id: row.try_get(0)?,
-            language: language_from(row.try_get(1)?),
-            tools: serde_json::from_str(row.try_get(2)?)?,
-            limits: serde_json::from_str(row.try_get(3)?)?,
-            stateful: row.try_get(4)?,
-            ttl_ms: to_u64(row.try_get(5)?),
-            created_ms: to_u64(row.try_get(6)?),
-            expires_ms: to_u64(row.try_get(7)?),
-            state: row.try_get(8)?,
-            reason: row.try_get(9)?,
-        }))
+        row.as_ref().map(sandbox_row).transpose()
     }
 
     pub(crate) async fn touch_sandbox(&self, id: &str, expires_ms: u64) -> Result<()> {
@@ -315,6 +303,29 @@ impl PostgresStore {
             .await?;
         Ok(())
     }
+}
+
+/// The columns [`sandbox_row`] reads, in its order.
+pub(super) const SANDBOX_COLUMNS: &str = "id, language, tools, limits, stateful, ttl_ms, \
+    created_ms, expires_ms, state, reason, paused_bytes, paused_key";
+
+/// A row of [`SANDBOX_COLUMNS`].
+pub(super) fn sandbox_row(row: &tokio_postgres::Row) -> Result<SandboxRow> {
+    let paused_bytes: Option<i64> = row.try_get(10)?;
+    Ok(SandboxRow {
+        id: row.try_get(0)?,
+        language: language_from(row.try_get(1)?),
+        tools: serde_json::from_str(row.try_get(2)?)?,
+        limits: serde_json::from_str(row.try_get(3)?)?,
+        stateful: row.try_get(4)?,
+        ttl_ms: to_u64(row.try_get(5)?),
+        created_ms: to_u64(row.try_get(6)?),
+        expires_ms: to_u64(row.try_get(7)?),
+        state: row.try_get(8)?,
+        reason: row.try_get(9)?,
+        paused_bytes: paused_bytes.map(to_u64),
+        paused_key: row.try_get(11)?,
+    })
 }
 
 fn approval_row(row: &tokio_postgres::Row) -> Result<ApprovalRow> {

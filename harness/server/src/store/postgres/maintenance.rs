@@ -11,7 +11,8 @@ use crate::store::error::Result;
 use crate::store::events::event_type;
 use crate::store::executions::RUNNING;
 use crate::store::purge::Purged;
-use crate::store::recovery::{COMPUTER_RESTART_REASON, expired_result};
+use crate::store::replicas_schema::{DEAD_OWNER, Recovery};
+use crate::store::recovery::{COMPUTER_RESTART_REASON, SANDBOX_RESTART_REASON, expired_result};
 
 impl PostgresStore {
     pub(crate) async fn purge(&self, cutoff_ms: u64) -> Result<Purged> {
@@ -37,7 +38,7 @@ impl PostgresStore {
             .await?;
         let sandboxes = tx
             .execute(
-                "DELETE FROM sandboxes WHERE state != 'live' AND expires_ms < $1",
+                "DELETE FROM sandboxes WHERE state NOT IN ('live', 'paused') AND expires_ms < $1",
                 &[&cutoff],
             )
             .await?;
@@ -78,15 +79,31 @@ impl PostgresStore {
         })
     }
 
-    pub(crate) async fn recover(&self, reason: &str) -> Result<usize> {
+    pub(crate) async fn recover(&self, reason: &str, recovery: &Recovery<'_>) -> Result<usize> {
         let now = to_i64(now_ms());
+        let me = recovery.me;
         let mut conn = self.pool.get().await?;
         let mut tx = conn.transaction().await?;
+        // Deleting takes the dead replicas' row locks: a replica recovering at the same
+        // time waits here, then finds them gone (and their rows already ended below).
+        let died = tx
+            .execute(
+                "DELETE FROM replicas WHERE seen_at_ms < $1 AND id <> $2",
+                &[&to_i64(recovery.dead_before_ms), &me],
+            )
+            .await?;
+        if died == 0 && !recovery.orphans {
+            return Ok(0);
+        }
         let mut running = Vec::new();
+        // `FOR UPDATE` re-checks the status of a row another recovery just ended.
         for row in tx
             .query(
-                "SELECT id FROM executions WHERE status = $1 ORDER BY id FOR UPDATE",
-                &[&RUNNING],
+                &format!(
+                    "SELECT t.id FROM executions t WHERE {DEAD_OWNER} AND t.status = $2
+                     ORDER BY t.id FOR UPDATE"
+                ),
+                &[&me, &RUNNING],
             )
             .await?
         {
@@ -125,35 +142,50 @@ impl PostgresStore {
                 "UPDATE executions SET status = $2, finished_ms = $3, result = $4 WHERE id = $1",
                 &[
                     id,
-                    &ExecutionStatus::Expired.as_str(),
+                    &ExecutionStatus::Interrupted.as_str(),
                     &now,
                     &serde_json::to_string(&result)?,
                 ],
             )
             .await?;
+            tx.execute(
+                "UPDATE approvals SET status = 'expired', decided_ms = $1
+                 WHERE execution_id = $2 AND status = 'pending'",
+                &[&now, id],
+            )
+            .await?;
         }
+        // Paused sandboxes stay paused: their state is in the object store.
         tx.execute(
-            "UPDATE approvals SET status = 'expired', decided_ms = $1 WHERE status = 'pending'",
-            &[&now],
+            &format!(
+                "UPDATE sandboxes AS t SET state = 'interrupted', reason = $2
+                 WHERE {DEAD_OWNER} AND t.state = 'live'"
+            ),
+            &[&me, &SANDBOX_RESTART_REASON],
         )
         .await?;
-        tx.execute(
-            "UPDATE sandboxes SET state = 'expired', reason = $1 WHERE state = 'live'",
-            &[&reason],
-        )
-        .await?;
-        tx.execute(
-            "UPDATE computers SET state = 'expired', reason = $1, finished_ms = $2, pending = NULL
-             WHERE state = 'live'",
-            &[&COMPUTER_RESTART_REASON, &now],
-        )
-        .await?;
-        tx.execute(
-            "UPDATE computer_approvals SET status = 'expired', decided_ms = $1
-             WHERE status = 'pending'",
-            &[&now],
-        )
-        .await?;
+        let mut computers = Vec::new();
+        for row in tx
+            .query(
+                &format!(
+                    "UPDATE computers AS t SET state = 'expired', reason = $2, finished_ms = $3,
+                         pending = NULL
+                     WHERE {DEAD_OWNER} AND t.state = 'live' RETURNING id"
+                ),
+                &[&me, &COMPUTER_RESTART_REASON, &now],
+            )
+            .await?
+        {
+            computers.push(row.try_get::<_, String>(0)?);
+        }
+        for id in &computers {
+            tx.execute(
+                "UPDATE computer_approvals SET status = 'expired', decided_ms = $1
+                 WHERE computer_id = $2 AND status = 'pending'",
+                &[&now, id],
+            )
+            .await?;
+        }
         tx.commit().await?;
         Ok(running.len())
     }

@@ -87,6 +87,16 @@ impl Pool {
         })
     }
 
+    /// Runs `task` on the connections' runtime (it ends when the store is dropped).
+    pub(super) fn spawn<F>(&self, task: F)
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        if let Some(runtime) = &self.runtime.0 {
+            runtime.spawn(task);
+        }
+    }
+
     async fn connect(&self) -> Result<Client> {
         let config = self.config.clone();
         let runtime = self.runtime.0.as_ref().ok_or(StoreError::ShuttingDown)?;

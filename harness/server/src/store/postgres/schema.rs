@@ -7,10 +7,16 @@
 
 /// The migrations in order: (version, statements). Add one (never edit one that shipped)
 /// when the tables change.
-pub(super) const POSTGRES_MIGRATIONS: &[(i64, &str)] = &[(1, INITIAL)];
+pub(super) const POSTGRES_MIGRATIONS: &[(i64, &str)] = &[
+    (1, INITIAL),
+    (2, PAUSED_SANDBOXES),
+    (3, crate::store::replicas_schema::POSTGRES_REPLICAS),
+    (4, crate::store::gateway_records::POSTGRES_GATEWAY_RECORDS),
+    (5, ENVS),
+];
 
 /// The newest migration.
-pub(super) const SCHEMA_VERSION: i64 = 1;
+pub(super) const SCHEMA_VERSION: i64 = 5;
 
 /// The advisory lock servers starting together take while migrating ("cordon").
 pub(super) const MIGRATION_LOCK: i64 = 0x636f_7264_6f6e;
@@ -127,4 +133,37 @@ CREATE TABLE sessions (
     created_ms  BIGINT NOT NULL,
     updated_ms  BIGINT NOT NULL
 );
+"#;
+
+/// Benchmark environments (`/v1/envs`) and their episodes.
+const ENVS: &str = r#"
+CREATE TABLE envs (
+    id          TEXT COLLATE "C" PRIMARY KEY,
+    suite       TEXT NOT NULL,
+    state       TEXT NOT NULL,
+    reason      TEXT,
+    created_ms  BIGINT NOT NULL,
+    updated_ms  BIGINT NOT NULL
+);
+CREATE INDEX envs_by_state ON envs (state);
+CREATE TABLE env_episodes (
+    env_id      TEXT COLLATE "C" NOT NULL,
+    episode     BIGINT NOT NULL,
+    task        TEXT NOT NULL,
+    seed        BIGINT NOT NULL,
+    steps       BIGINT NOT NULL,
+    reward      DOUBLE PRECISION NOT NULL,
+    done        BOOLEAN NOT NULL,
+    started_ms  BIGINT NOT NULL,
+    updated_ms  BIGINT NOT NULL,
+    PRIMARY KEY (env_id, episode)
+);
+"#;
+
+/// Paused sandboxes: where their state is in the object store and how large it is, and
+/// the index the reaper reads to expire them.
+const PAUSED_SANDBOXES: &str = r#"
+ALTER TABLE sandboxes ADD COLUMN paused_bytes BIGINT;
+ALTER TABLE sandboxes ADD COLUMN paused_key TEXT;
+CREATE INDEX sandboxes_by_state ON sandboxes (state, expires_ms);
 "#;

@@ -6,6 +6,7 @@ use std::time::Duration;
 use cordon_agent_bench::BenchError;
 use cordon_agent_bench::env::WebEnv;
 use cordon_agent_bench::policy_env::PolicyEnv;
+use cordon_agent_bench::remote::RemoteEnv;
 use cordon_agent_bench::run::{Driver, EpisodeSpec};
 use cordon_gateway::upstream::HttpUpstream;
 use futures::future::BoxFuture;
@@ -107,6 +108,19 @@ impl Driver for UpstreamPolicy {
             let mut env = env.lock().await;
             episode(&upstream, &settings, &mut *env, &spec).await
         })
+    }
+
+    fn drive_remote(
+        &self,
+        spec: EpisodeSpec,
+        env: Arc<tokio::sync::Mutex<RemoteEnv>>,
+    ) -> Option<BoxFuture<'static, cordon_agent_bench::Result<()>>> {
+        let upstream = self.upstream.clone();
+        let settings = self.settings.clone();
+        Some(Box::pin(async move {
+            let mut env = env.lock().await;
+            episode(&upstream, &settings, &mut *env, &spec).await
+        }))
     }
 
     #[cfg(feature = "desktop")]
