@@ -24,7 +24,8 @@ if (!configPath) {
 }
 const config = JSON.parse(readFileSync(configPath, 'utf8'));
 const jobs = Number(jobsArg || 1);
-const executablePath = process.env.CORDON_CHROMIUM || '/usr/lib/chromium/chromium';
+// PEER_CHROMIUM runs the peer on another binary than Cordon's CORDON_CHROMIUM.
+const executablePath = process.env.PEER_CHROMIUM || process.env.CORDON_CHROMIUM || '/usr/lib/chromium/chromium';
 const root = process.getuid && process.getuid() === 0;
 // The same flags Cordon launches with, so the browsers are comparable.
 const args = ['--disable-gpu', '--disable-smooth-scrolling', '--no-default-browser-check', '--disable-extensions'];

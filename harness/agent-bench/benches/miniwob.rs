@@ -3,7 +3,8 @@
 //! settle, capture, the reward read from the page) and through a plain Playwright loop
 //! (`benches/peers/miniwob.mjs`: page.mouse / page.keyboard and a PNG screenshot per
 //! action) on the same Debian chromium; episodes per minute at 1 and 4 episodes at once,
-//! and the success rate.
+//! and the success rate. Cordon runs on `chromium-headless-shell` where it is installed
+//! (frames drawn on demand), the peer on `chromium` (`PEER_CHROMIUM` picks another).
 //!
 //! `cargo bench -p cordon-agent-bench --bench miniwob` (env `BENCH_SEEDS`, default 10 seeds
 //! per task type; `BENCH_PEERS=0` skips Playwright, which needs `(cd benches/peers && npm
@@ -21,7 +22,7 @@ use std::path::Path;
 use cordon_agent_bench::miniwob;
 use cordon_agent_bench::run::{Policy, RunOptions, run_suite};
 use cordon_agent_bench::task::TaskKind;
-use cordon_computer::browser::BrowserOptions;
+use cordon_computer::browser::{BrowserOptions, HEADLESS_SHELL};
 use serde_json::{Value, json};
 
 const TASKS: &[&str] = &[
@@ -33,8 +34,15 @@ const TASKS: &[&str] = &[
     "click-dialog",
 ];
 
+/// Chromium as `BrowserOptions::default()` starts it, except that the headless shell is
+/// preferred where installed (and `CORDON_CHROMIUM` does not choose): MiniWoB++ shows
+/// the viewport at its own size, so each frame drawn on demand is the model's image as
+/// is (docs/benchmarks.md, "MiniWoB++").
 fn browser_options() -> BrowserOptions {
     let mut options = BrowserOptions::default();
+    if std::env::var_os("CORDON_CHROMIUM").is_none() && Path::new(HEADLESS_SHELL).exists() {
+        options = options.executable(HEADLESS_SHELL);
+    }
     options.no_sandbox = cordon_computer::browser::running_as_root();
     options
 }

@@ -8,11 +8,14 @@
 //! the ratios. The peers need Node and `npm install` in `benches/peers` once; without them
 //! that part is skipped with a note. `BENCH_PEERS=0` skips it too.
 //!
-//! Needs Chromium: `sudo apt-get install -y chromium`.
+//! Needs Chromium: `sudo apt-get install -y chromium`; with `chromium-headless-shell`
+//! installed it also measures frames drawn on demand (at frame scale 0.8 and without).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "bench binary")]
 
-use cordon_computer::browser::{Browser, BrowserOptions, DEFAULT_CHROMIUM, SessionOptions};
+use cordon_computer::browser::{
+    Browser, BrowserOptions, DEFAULT_CHROMIUM, HEADLESS_SHELL, SessionOptions,
+};
 use cordon_computer::display::{DisplaySpec, Size};
 use cordon_computer::gate::Rules;
 use cordon_computer::image::ImageFormat;
@@ -94,34 +97,30 @@ async fn main() {
     base.allow_private_network = true;
     base.no_sandbox = true;
     let browser = Browser::launch(base.clone()).await.expect("chromium");
-    let on_demand = base.draws_on_demand();
-    println!(
-        "default browser: {} (frames {})",
-        base.executable.display(),
-        if on_demand {
-            "drawn on demand"
-        } else {
-            "on Chromium's clock"
-        }
-    );
-    // The headless shell drawing at the model's scale (each frame at 1024x640 as drawn),
-    // and the plain binary on its frame clock, in the same run.
-    let scaled = if on_demand {
-        let mut o = base.clone();
-        o.frame_scale = Some(0.8);
-        Some(Browser::launch(o).await.expect("headless shell"))
-    } else {
-        None
+    println!("default browser: {}", base.executable.display());
+    // The headless shell drawing frames on demand (installed: `chromium-headless-shell`),
+    // at the model's scale (each frame 1024x640 as drawn) and at the viewport's.
+    let shell_installed = std::path::Path::new(HEADLESS_SHELL).exists();
+    let shell = |scale: Option<f64>| {
+        let mut o = base.clone().executable(HEADLESS_SHELL);
+        o.frame_scale = scale;
+        o
     };
+    let scaled = match shell_installed {
+        true => Some(
+            Browser::launch(shell(Some(0.8)))
+                .await
+                .expect("headless shell"),
+        ),
+        false => None,
+    };
+    let unscaled = match shell_installed {
+        true => Some(Browser::launch(shell(None)).await.expect("headless shell")),
+        false => None,
+    };
+    let clock = &browser;
     let mut plain_opts = base.clone();
     plain_opts.executable = DEFAULT_CHROMIUM.into();
-    plain_opts.frames_on_demand = None;
-    let plain = if on_demand {
-        Some(Browser::launch(plain_opts.clone()).await.expect("chromium"))
-    } else {
-        None
-    };
-    let clock = plain.as_ref().unwrap_or(&browser);
     let mut uncapped_opts = plain_opts;
     uncapped_opts.uncapped_frames = true;
     let uncapped = Browser::launch(uncapped_opts).await.expect("chromium");
@@ -129,28 +128,28 @@ async fn main() {
     let mut cordon_p99 = f64::NAN;
     let mut scaled_step = (f64::NAN, f64::NAN);
     let mut configs = vec![(1.0, ImageFormat::JPEG, "jpeg q80, dpr 1", &browser, false)];
-    if let Some(scaled) = &scaled {
-        configs.push((
-            1.0,
-            ImageFormat::JPEG,
-            "jpeg q80, dpr 1, frame scale 0.8",
-            scaled,
-            false,
-        ));
+    if let (Some(scaled), Some(unscaled)) = (&scaled, &unscaled) {
+        configs.extend([
+            (
+                1.0,
+                ImageFormat::JPEG,
+                "jpeg q80, dpr 1, headless shell, frame scale 0.8",
+                scaled,
+                false,
+            ),
+            (
+                1.0,
+                ImageFormat::JPEG,
+                "jpeg q80, dpr 1, headless shell, no frame scale",
+                unscaled,
+                false,
+            ),
+        ]);
     }
     configs.extend([
         (1.0, ImageFormat::Png, "png, dpr 1", &browser, false),
         (2.0, ImageFormat::JPEG, "jpeg q80, dpr 2", &browser, false),
     ]);
-    if plain.is_some() {
-        configs.push((
-            1.0,
-            ImageFormat::JPEG,
-            "jpeg q80, dpr 1, chromium (frame clock)",
-            clock,
-            false,
-        ));
-    }
     configs.extend([
         (
             1.0,
@@ -220,7 +219,7 @@ async fn main() {
             cordon_step = p50;
             cordon_p99 = pct(&mut total, 0.99);
         }
-        if name.contains("frame scale") {
+        if name.contains("frame scale 0.8") {
             scaled_step = (p50, pct(&mut total, 0.99));
         }
         println!(
@@ -235,7 +234,7 @@ async fn main() {
         c.into_backend().close().await.unwrap();
     }
     uncapped.close().await.unwrap();
-    for b in [scaled, plain].into_iter().flatten() {
+    for b in [scaled, unscaled].into_iter().flatten() {
         b.close().await.unwrap();
     }
     // A navigation step: every one opens a new connection (the page server closes each),

@@ -9,10 +9,12 @@ use std::time::Duration;
 /// Debian's real binary (`/usr/bin/chromium` is a wrapper that adds flags).
 pub const DEFAULT_CHROMIUM: &str = "/usr/lib/chromium/chromium";
 
-/// Debian's old headless shell (`chromium-headless-shell`), the default where it is
-/// installed (else [`DEFAULT_CHROMIUM`]; `CORDON_CHROMIUM` overrides both): it keeps
-/// begin-frame control, so a step's screenshot is a frame drawn right after the action
-/// (see [`BrowserOptions::frames_on_demand`]).
+/// Debian's old headless shell (`chromium-headless-shell`): it keeps begin-frame control,
+/// so a step's screenshot can be a frame drawn right after the action (see
+/// [`BrowserOptions::frames_on_demand`] and [`BrowserOptions::frame_scale`]). Opt-in
+/// (`CORDON_CHROMIUM` or [`BrowserOptions::executable`]): only with a frame scale equal
+/// to the sessions' model scale is its step faster than [`DEFAULT_CHROMIUM`]'s (figures
+/// in `docs/benchmarks.md`).
 pub const HEADLESS_SHELL: &str = "/usr/lib/chromium/chromium-headless-shell";
 
 /// Most pages (the session's own, tabs, popups) one session may have open at once. A page
@@ -65,17 +67,8 @@ pub struct BrowserOptions {
 impl Default for BrowserOptions {
     fn default() -> Self {
         Self {
-            executable: std::env::var_os("CORDON_CHROMIUM").map_or_else(
-                || {
-                    let shell = PathBuf::from(HEADLESS_SHELL);
-                    if shell.exists() {
-                        shell
-                    } else {
-                        PathBuf::from(DEFAULT_CHROMIUM)
-                    }
-                },
-                PathBuf::from,
-            ),
+            executable: std::env::var_os("CORDON_CHROMIUM")
+                .map_or_else(|| PathBuf::from(DEFAULT_CHROMIUM), PathBuf::from),
             request_timeout: Duration::from_secs(15),
             extra_args: Vec::new(),
             uncapped_frames: false,

@@ -6,10 +6,10 @@ mod browser;
 mod common;
 #[cfg(feature = "desktop")]
 mod desktop;
+mod frames;
 mod gates;
 mod isolation;
 mod origin_properties;
 mod recovery;
 mod scaling;
 mod trajectory;
-mod frames;

@@ -15,7 +15,7 @@ mod envs;
 mod gateway_records;
 mod executions;
 mod maintenance;
-mod replicas;
 mod paused;
+mod replicas;
 
 pub(crate) use connection::PostgresStore;

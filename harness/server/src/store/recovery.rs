@@ -100,7 +100,8 @@ impl SqliteStore {
                      pending = NULL
                  WHERE {DEAD_OWNER} AND t.state = 'live' RETURNING id"
             )))?;
-            let rows = statement.query_map(params![me, COMPUTER_RESTART_REASON, now], |row| row.get(0))?;
+            let rows =
+                statement.query_map(params![me, COMPUTER_RESTART_REASON, now], |row| row.get(0))?;
             rows.collect::<rusqlite::Result<_>>()?
         };
         for id in &computers {
@@ -215,7 +216,10 @@ mod tests {
             store.append_event("exec_1", 1, &delta).unwrap();
         }
         let store = SqliteStore::open(&path).unwrap();
-        assert_eq!(store.recover("the server restarted", &restart()).unwrap(), 1);
+        assert_eq!(
+            store.recover("the server restarted", &restart()).unwrap(),
+            1
+        );
         let row = store.execution("exec_1").unwrap().unwrap();
         assert_eq!(row.status, "interrupted");
         let result = row.result.unwrap();

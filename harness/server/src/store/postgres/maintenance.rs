@@ -11,8 +11,8 @@ use crate::store::error::Result;
 use crate::store::events::event_type;
 use crate::store::executions::RUNNING;
 use crate::store::purge::Purged;
-use crate::store::replicas_schema::{DEAD_OWNER, Recovery};
 use crate::store::recovery::{COMPUTER_RESTART_REASON, SANDBOX_RESTART_REASON, expired_result};
+use crate::store::replicas_schema::{DEAD_OWNER, Recovery};
 
 impl PostgresStore {
     pub(crate) async fn purge(&self, cutoff_ms: u64) -> Result<Purged> {
