@@ -75,5 +75,5 @@ pub use executions::{ExecutionRow, RUNNING};
 pub use location::{DbLocation, is_postgres_url};
 pub use purge::Purged;
 pub use replicas_schema::{LiveOwner, Owned, Recovery};
-pub use recovery::{COMPUTER_RESTART_REASON, SANDBOX_RESTART_REASON};
+pub use recovery::{COMPUTER_RESTART_REASON, ENV_RESTART_REASON, SANDBOX_RESTART_REASON};
 pub use sandboxes::SandboxRow;

@@ -16,8 +16,10 @@ fn replicas_script(extra: &[&str]) {
 #[test]
 fn three_replicas_behind_nginx_lose_nothing_when_one_is_killed() {
     // 24 sessions: enough that the killed replica owns paused sandboxes, running
-    // executions and idle ones; few enough for a 2-core CI machine.
-    replicas_script(&["--sessions", "24", "--executions", "3"]);
+    // executions and idle ones; few enough for a 2-core CI machine. A 3 s lease: the
+    // whole test suite runs beside it, and a heartbeat delayed past a 1 s lease by that
+    // load would make the others take a live replica for dead.
+    replicas_script(&["--sessions", "24", "--executions", "3", "--lease", "3s"]);
 }
 
 /// The same scenario at 200 sessions, printing throughput and latency through nginx

@@ -24,8 +24,7 @@ pub const MAX_ENVS: usize = 16;
 /// Environments idle longer than this are closed when a new one is asked for.
 pub const ENV_IDLE: Duration = Duration::from_secs(15 * 60);
 /// Why an environment live when its server stopped is `interrupted`.
-pub const ENV_RESTART_REASON: &str = "the server stopped while this environment was open \
-     (its process exited or was killed) and its browser session ended with it";
+pub use crate::store::ENV_RESTART_REASON;
 
 /// Starts (or returns) the browser new environments run in.
 pub type BrowserSource = Arc<dyn Fn() -> BoxFuture<'static, Result<Browser, String>> + Send + Sync>;

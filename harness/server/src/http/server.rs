@@ -100,8 +100,6 @@ impl HttpApi {
             })?;
         let replica = Arc::new(replica);
         let expired_on_start = replica.start(&store).await?;
-        // Environments open when the last server stopped lost their browser sessions.
-        store.interrupt_envs(envs::ENV_RESTART_REASON).await?;
         let store = Arc::new(store);
         replica.spawn_heartbeat(store.clone());
         let (gateway_sandbox, gateway_store) = (sandbox.clone(), store.clone());

@@ -253,9 +253,6 @@ store_calls! {
     fn env(&self, id: &str) -> Option<EnvRow>;
     /// Ends a live environment (`closed`, `interrupted`) with the reason; whether it was live.
     fn end_env(&self, id: &str, state: &str, reason: &str) -> bool;
-    /// Marks every live environment `interrupted` (their sessions died with the process
-    /// that ran them); how many.
-    fn interrupt_envs(&self, reason: &str) -> usize;
     /// Deletes environments over since before `cutoff_ms`, with their episodes; how many.
     fn purge_envs(&self, cutoff_ms: u64) -> usize;
     /// A value of the `meta` table.

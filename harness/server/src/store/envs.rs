@@ -49,9 +49,9 @@ impl SqliteStore {
     pub fn insert_env(&self, id: &str, suite: &str) -> Result<()> {
         let now = to_i64(now_ms());
         lock(&self.conn).execute(
-            "INSERT INTO envs (id, suite, state, created_ms, updated_ms) \
-             VALUES (?1, ?2, 'live', ?3, ?3)",
-            params![id, suite, now],
+            "INSERT INTO envs (id, suite, state, created_ms, updated_ms, owner) \
+             VALUES (?1, ?2, 'live', ?3, ?3, ?4)",
+            params![id, suite, now, self.owner()],
         )?;
         Ok(())
     }
@@ -143,16 +143,6 @@ impl SqliteStore {
              WHERE id = ?1 AND state = 'live'",
             params![id, state, reason, to_i64(now_ms())],
         )? > 0)
-    }
-
-    /// Marks every live environment `interrupted` with the reason (their sessions died with
-    /// the process that ran them); how many.
-    pub fn interrupt_envs(&self, reason: &str) -> Result<usize> {
-        Ok(lock(&self.conn).execute(
-            "UPDATE envs SET state = 'interrupted', reason = ?1, updated_ms = ?2 \
-             WHERE state = 'live'",
-            params![reason, to_i64(now_ms())],
-        )?)
     }
 
     /// Deletes environments that are over and were last changed before `cutoff_ms`, with

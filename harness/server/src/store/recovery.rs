@@ -21,6 +21,11 @@ pub const SANDBOX_RESTART_REASON: &str = "the server stopped while this sandbox 
     process exited or was killed before pausing it), and its variables and files went with \
     it; create a new one. Its executions stay readable";
 
+/// Why benchmark environments (`/v1/envs`) open when their server stopped are
+/// `interrupted`.
+pub const ENV_RESTART_REASON: &str = "the server stopped while this environment was open \
+    (its process exited or was killed) and its browser session ended with it";
+
 /// Why computer sessions that were open when the server stopped are over.
 pub const COMPUTER_RESTART_REASON: &str = "the server stopped while this computer session was \
     open (its process exited or was killed), and its browser went with it; open a new one \
@@ -93,6 +98,14 @@ impl SqliteStore {
                  WHERE {DEAD_OWNER} AND t.state = 'live'"
             )),
             params![me, SANDBOX_RESTART_REASON],
+        )?;
+        // Benchmark environments lose their browser session with their process.
+        tx.execute(
+            &sqlite(&format!(
+                "UPDATE envs AS t SET state = 'interrupted', reason = $2, updated_ms = $3
+                 WHERE {DEAD_OWNER} AND t.state = 'live'"
+            )),
+            params![me, ENV_RESTART_REASON, now],
         )?;
         let computers: Vec<String> = {
             let mut statement = tx.prepare(&sqlite(&format!(

@@ -3,7 +3,7 @@
 //!
 //! A replica is one `cordon serve` process sharing the database with others
 //! (`--replica-address`). It writes its heartbeat to `replicas`; the things that live in
-//! its memory (sandboxes, executions, computer sessions) name it in their `owner` column,
+//! its memory (sandboxes, executions, computer sessions, benchmark environments) name it in their `owner` column,
 //! so a request that reaches another replica can be forwarded to it, and once its
 //! heartbeat is older than the lease the others end what it owned.
 
@@ -42,6 +42,15 @@ $$;
 CREATE TRIGGER events_announce AFTER INSERT ON events
     FOR EACH ROW EXECUTE FUNCTION cordon_announce_event();
 "#;
+
+/// SQLite migration 8: benchmark environments (`/v1/envs`, whose browser lives in one
+/// process) name their replica too, so a starting or surviving replica interrupts only
+/// the environments of dead ones.
+pub(super) const SQLITE_ENV_OWNERS: &str = "ALTER TABLE envs ADD COLUMN owner TEXT;";
+
+/// PostgreSQL migration 6: as [`SQLITE_ENV_OWNERS`].
+pub(super) const POSTGRES_ENV_OWNERS: &str =
+    r#"ALTER TABLE envs ADD COLUMN owner TEXT COLLATE "C";"#;
 
 /// The channel stored events are announced on (PostgreSQL).
 pub(crate) const EVENTS_CHANNEL: &str = "cordon_events";

@@ -14,11 +14,12 @@ pub(super) const SQLITE_MIGRATIONS: &[(i64, &str)] = &[
     (5, super::replicas_schema::SQLITE_REPLICAS),
     (6, super::gateway_records::SQLITE_GATEWAY_RECORDS),
     (7, ENVS_SCHEMA),
+    (8, super::replicas_schema::SQLITE_ENV_OWNERS),
 ];
 
 /// The newest SQLite migration, also written to `meta` (`schema`), where builds from before
 /// `schema_migrations` look for it.
-pub(super) const SCHEMA_VERSION: i64 = 7;
+pub(super) const SCHEMA_VERSION: i64 = 8;
 
 /// The tables of sandboxes, executions (their events and approvals) and computer sessions
 /// (their steps and approvals), and `meta`.

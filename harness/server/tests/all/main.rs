@@ -8,3 +8,4 @@ mod postgres_cluster;
 #[macro_use]
 mod store_suite;
 mod replica_suite;
+mod at_rest_suite;

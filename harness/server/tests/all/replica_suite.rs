@@ -7,7 +7,7 @@
 
 use cordon_core::clock::now_ms;
 use cordon_protocol::execution::{ExecutionEvent, Language, Stream};
-use cordon_server::store::{LiveOwner, Owned, Recovery, Store};
+use cordon_server::store::{ENV_INTERRUPTED, ENV_LIVE, LiveOwner, Owned, Recovery, Store};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
@@ -34,8 +34,12 @@ async fn replica(db: &Backing, id: &str, seen_at_ms: u64) -> Store {
 }
 
 /// Live things of one replica: a stateful sandbox, a running execution waiting on an
-/// approval, a computer session waiting on one.
+/// approval, a computer session waiting on one, a benchmark environment.
 async fn live_things(store: &Store, tag: &str) {
+    store
+        .insert_env(&format!("env_{tag}"), "builtin")
+        .await
+        .unwrap();
     let mut sandbox = crate::store_suite::sandbox(&format!("sbx_{tag}"));
     sandbox.state = "live".into();
     store.insert_sandbox(&sandbox).await.unwrap();
@@ -195,6 +199,14 @@ async fn recovery_ends_only_what_dead_replicas_owned(db: Backing) {
     assert_eq!(states(&alive, "dead").await, ended);
     // The unowned ones went with the dead replica (they have no heartbeat either).
     assert_eq!(states(&alive, "alone").await, ended);
+    for (tag, state) in [
+        ("alive", ENV_LIVE),
+        ("dead", ENV_INTERRUPTED),
+        ("alone", ENV_INTERRUPTED),
+    ] {
+        let env = alive.env(&format!("env_{tag}")).await.unwrap().unwrap();
+        assert_eq!(env.state, state, "{tag}");
+    }
     let result = alive
         .execution("exec_dead")
         .await

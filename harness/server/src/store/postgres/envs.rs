@@ -15,9 +15,9 @@ impl PostgresStore {
             .get()
             .await?
             .execute(
-                "INSERT INTO envs (id, suite, state, created_ms, updated_ms)
-                 VALUES ($1, $2, 'live', $3, $3)",
-                &[&id, &suite, &now],
+                "INSERT INTO envs (id, suite, state, created_ms, updated_ms, owner)
+                 VALUES ($1, $2, 'live', $3, $3, $4)",
+                &[&id, &suite, &now, &self.owner()],
             )
             .await?;
         Ok(())
@@ -106,20 +106,6 @@ impl PostgresStore {
             )
             .await?;
         Ok(ended > 0)
-    }
-
-    pub(crate) async fn interrupt_envs(&self, reason: &str) -> Result<usize> {
-        let ended = self
-            .pool
-            .get()
-            .await?
-            .execute(
-                "UPDATE envs SET state = 'interrupted', reason = $1, updated_ms = $2
-                 WHERE state = 'live'",
-                &[&reason, &to_i64(now_ms())],
-            )
-            .await?;
-        Ok(usize::try_from(ended).unwrap_or(usize::MAX))
     }
 
     pub(crate) async fn purge_envs(&self, cutoff_ms: u64) -> Result<usize> {

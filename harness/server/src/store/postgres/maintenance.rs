@@ -11,7 +11,9 @@ use crate::store::error::Result;
 use crate::store::events::event_type;
 use crate::store::executions::RUNNING;
 use crate::store::purge::Purged;
-use crate::store::recovery::{COMPUTER_RESTART_REASON, SANDBOX_RESTART_REASON, expired_result};
+use crate::store::recovery::{
+    COMPUTER_RESTART_REASON, ENV_RESTART_REASON, SANDBOX_RESTART_REASON, expired_result,
+};
 use crate::store::replicas_schema::{DEAD_OWNER, Recovery};
 
 impl PostgresStore {
@@ -162,6 +164,15 @@ impl PostgresStore {
                  WHERE {DEAD_OWNER} AND t.state = 'live'"
             ),
             &[&me, &SANDBOX_RESTART_REASON],
+        )
+        .await?;
+        // Benchmark environments lose their browser session with their process.
+        tx.execute(
+            &format!(
+                "UPDATE envs AS t SET state = 'interrupted', reason = $2, updated_ms = $3
+                 WHERE {DEAD_OWNER} AND t.state = 'live'"
+            ),
+            &[&me, &ENV_RESTART_REASON, &now],
         )
         .await?;
         let mut computers = Vec::new();

@@ -13,10 +13,11 @@ pub(super) const POSTGRES_MIGRATIONS: &[(i64, &str)] = &[
     (3, crate::store::replicas_schema::POSTGRES_REPLICAS),
     (4, crate::store::gateway_records::POSTGRES_GATEWAY_RECORDS),
     (5, ENVS),
+    (6, crate::store::replicas_schema::POSTGRES_ENV_OWNERS),
 ];
 
 /// The newest migration.
-pub(super) const SCHEMA_VERSION: i64 = 5;
+pub(super) const SCHEMA_VERSION: i64 = 6;
 
 /// The advisory lock servers starting together take while migrating ("cordon").
 pub(super) const MIGRATION_LOCK: i64 = 0x636f_7264_6f6e;
