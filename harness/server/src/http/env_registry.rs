@@ -147,6 +147,11 @@ impl Envs {
     }
 
     /// Takes `id` off the routes (its session stays with whoever holds the environment).
+    /// Whether this process holds the live environment `id`.
+    pub(crate) fn holds(&self, id: &str) -> bool {
+        self.live().contains_key(id)
+    }
+
     pub fn unregister(&self, id: &str) {
         self.live().remove(id);
     }

@@ -63,6 +63,7 @@ pub(crate) async fn forward(State(app): State<AppState>, request: Request, next:
         Owned::Execution => app.sandboxes.live_execution(id).is_some(),
         Owned::Computer => app.computers.holds(id),
         Owned::Approval => false,
+        Owned::Env => app.envs.holds(id),
     };
     if held_here {
         return next.run(request).await;
@@ -101,6 +102,12 @@ fn target<'p>(method: &Method, path: &'p str) -> Option<(Owned, &'p str)> {
         "sandboxes" => Some((Owned::Sandbox, id)),
         "computers" => Some((Owned::Computer, id)),
         "approvals" => Some((Owned::Approval, id)),
+        // The store answers an environment's record; its owner steps it.
+        "envs" => match rest {
+            _ if id == "tasks" => None,
+            None if method == Method::GET => None,
+            _ => Some((Owned::Env, id)),
+        },
         // The log answers reads; the owner answers what changes a running execution.
         "executions" => match rest {
             None if method == Method::GET => None,
@@ -248,6 +255,17 @@ mod tests {
         assert_eq!(
             target(&get, "/v1/computers/cmp_1/screenshot/2"),
             Some((Owned::Computer, "cmp_1"))
+        );
+        assert_eq!(target(&get, "/v1/envs/tasks"), None);
+        assert_eq!(target(&get, "/v1/envs/env_1"), None);
+        assert_eq!(target(&post, "/v1/envs"), None);
+        assert_eq!(
+            target(&post, "/v1/envs/env_1/step"),
+            Some((Owned::Env, "env_1"))
+        );
+        assert_eq!(
+            target(&Method::DELETE, "/v1/envs/env_1"),
+            Some((Owned::Env, "env_1"))
         );
         assert_eq!(target(&post, "/v1/messages"), None);
         assert_eq!(target(&get, "/v1/health"), None);

@@ -67,6 +67,9 @@ pub enum Owned {
     /// An approval (`/v1/approvals/{id}`): of a running execution or a live computer
     /// session.
     Approval,
+    /// A benchmark environment (`/v1/envs/{id}/…`), while `live`: its browser session is
+    /// in its replica's memory.
+    Env,
 }
 
 /// The live owner of a thing: its replica id and address, when that replica's heartbeat
@@ -97,6 +100,10 @@ pub(super) fn live_owner_sql(owned: Owned) -> &'static str {
                  JOIN computers c ON c.id = a.computer_id
                  JOIN replicas r ON r.id = c.owner
              WHERE a.id = $1 AND c.state = 'live' AND r.seen_at_ms >= $2"
+        }
+        Owned::Env => {
+            "SELECT t.owner, r.address FROM envs t JOIN replicas r ON r.id = t.owner
+             WHERE t.id = $1 AND t.state = 'live' AND r.seen_at_ms >= $2"
         }
     }
 }

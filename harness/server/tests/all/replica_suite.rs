@@ -139,6 +139,7 @@ async fn heartbeats_say_where_a_live_thing_is_served(db: Backing) {
         (Owned::Computer, "cmp_a"),
         (Owned::Approval, "appr_a"),
         (Owned::Approval, "apprc_a"),
+        (Owned::Env, "env_a"),
     ] {
         assert_eq!(
             b.live_owner(owned, id, now - lease).await.unwrap(),
