@@ -15,6 +15,8 @@ pub(crate) struct Engines {
     pub(crate) browser_options: cordon_computer::browser::BrowserOptions,
     pub(crate) sandbox: tokio::sync::OnceCell<std::result::Result<Sandbox, String>>,
     pub(crate) pages: Arc<PageServer>,
+    /// Browser sessions kept between web episodes.
+    pub(crate) sessions: Arc<crate::session_pool::SessionPool>,
 }
 
 impl Engines {

@@ -23,8 +23,10 @@ use serde_json::Value;
 
 use crate::error::{BenchError, PolicyError, Result};
 use crate::page_server::PageServer;
+use crate::reward::read_reward;
 use crate::safety::approves;
-use crate::task::{Approvals, Reward, Task, TaskDir, TaskKind, WebTask};
+use crate::session_pool::{SessionKey, SessionPool, open_session};
+use crate::task::{Approvals, Task, TaskDir, TaskKind, WebTask};
 
 /// What the policy sees after a reset or a step.
 #[derive(Debug, Clone)]
@@ -246,6 +248,8 @@ pub struct WebEnv {
     format: ImageFormat,
     /// How vendor safety checks are answered (`None`: as the task's `approvals`).
     safety_checks: Option<Approvals>,
+    /// Where sessions are kept between episodes (`None`: a new session per reset).
+    pool: Option<Arc<SessionPool>>,
     episode: Option<Episode>,
 }
 
@@ -262,6 +266,10 @@ struct Episode {
     web: WebTask,
     seed: u64,
     computer: Computer<BrowserSession>,
+    /// Set when the session goes back to the pool after the episode.
+    reusable: Option<SessionKey>,
+    /// The session is one an earlier episode ended, started over.
+    reused: bool,
     scaler: Scaler,
     steps: u32,
     started: Instant,
@@ -319,8 +327,17 @@ impl WebEnv {
             dpr: None,
             format: ImageFormat::Png,
             safety_checks: None,
+            pool: None,
             episode: None,
         }
+    }
+
+    /// Keeps sessions in `pool` between episodes: a task whose pages are served here and
+    /// that allows no other origin starts an idle session with the same screen over on its
+    /// page (`BrowserSession::restart_at`) instead of opening a new one.
+    pub fn with_pool(mut self, pool: Arc<SessionPool>) -> Self {
+        self.pool = Some(pool);
+        self
     }
 
     /// Answers the vendor safety checks of later steps (OpenAI `pending_safety_checks`,
@@ -431,8 +448,18 @@ impl WebEnv {
         };
         options.policy = OriginPolicy::new(allow, Vec::new());
         let url_for_trace = url.clone();
-        options.start_url = Some(url);
-        let session = self.browser.new_session(options).await?;
+        let t_open = Instant::now();
+        let served = self
+            .pages
+            .as_ref()
+            .filter(|_| web.pages.is_some() && web.allow_origins.is_empty());
+        let reusable = match (&self.pool, served) {
+            (Some(pool), Some(server)) => Some((pool.as_ref(), server.origin())),
+            _ => None,
+        };
+        let (session, reusable, reused) =
+            open_session(&self.browser, reusable, url, options).await?;
+        let open_ms = ms(t_open);
         let mut engine = EngineOptions::default();
         engine.rules = rules;
         engine.format = self.format;
@@ -467,9 +494,19 @@ impl WebEnv {
                 }
             }
         };
+        let hook_ms = round2(ms(t_open) - open_ms);
+        let t_first = Instant::now();
         let first = computer
             .step(ComputerCall::native(Action::Screenshot), None)
             .await?;
+        if std::env::var_os("CORDON_BENCH_RESET_TRACE").is_some() {
+            eprintln!(
+                "reset {} s{seed}: session {open_ms} ms (reused: {reused}), hook+instruction \
+                 {hook_ms} ms, first capture {} ms",
+                task.id,
+                ms(t_first)
+            );
+        }
         let scaler = computer.scaler();
         let observation = Observation {
             screenshot: first.screenshot,
@@ -481,6 +518,8 @@ impl WebEnv {
             web,
             seed,
             computer,
+            reusable,
+            reused,
             scaler,
             steps: 0,
             started: Instant::now(),
@@ -520,6 +559,11 @@ impl WebEnv {
             .as_ref()
             .ok_or_else(|| BenchError::State("inspect before reset: call reset first".into()))?;
         Ok(episode.computer.backend().eval(expression.into()).await?)
+    }
+
+    /// Whether the current episode started over a session an earlier one ended.
+    pub fn reused(&self) -> Option<bool> {
+        self.episode.as_ref().map(|e| e.reused)
     }
 
     /// The seed of the current episode.
@@ -635,11 +679,20 @@ impl WebEnv {
         self.episode.as_ref().map(|e| (e.steps, e.done))
     }
 
-    /// Ends the current episode and closes its session (its context goes with it).
+    /// Ends the current episode and closes its session (its context goes with it), or
+    /// hands it back to the pool for a later episode when it can start over.
     pub async fn close(&mut self) {
-        if let Some(mut episode) = self.episode.take() {
-            let _closed = episode.computer.backend_mut().close().await;
+        let Some(episode) = self.episode.take() else {
+            return;
+        };
+        let mut session = episode.computer.into_backend();
+        if let (Some(pool), Some(key)) = (&self.pool, episode.reusable)
+            && session.restartable()
+        {
+            pool.put(key, session);
+            return;
         }
+        let _closed = session.close().await;
     }
 }
 
@@ -649,29 +702,6 @@ fn ms(since: Instant) -> f64 {
 
 fn round2(v: f64) -> f64 {
     (v * 100.0).round() / 100.0
-}
-
-/// Reads the task's reward from the page, and its `done` predicate in the same round trip:
-/// `true` is 1, `false` 0, numbers are clamped to 0..=1, anything else (an exception in
-/// the predicate) is 0; a `done` that throws is not done.
-async fn read_reward(computer: &Computer<BrowserSession>, web: &WebTask) -> Result<(f64, bool)> {
-    let done = web
-        .done
-        .as_ref()
-        .map_or_else(|| "false".to_owned(), Reward::expression);
-    let expression = format!(
-        "(() => {{ let r = 0, d = false; \
-         try {{ const v = {}; r = typeof v === 'number' ? v : !!v; }} catch (e) {{}} \
-         try {{ d = !!({done}); }} catch (e) {{}} return [r, d]; }})()",
-        web.reward.expression()
-    );
-    let value = computer.backend().eval(expression).await?;
-    let reward = match value.get(0) {
-        Some(Value::Bool(true)) => 1.0,
-        Some(Value::Number(n)) => n.as_f64().unwrap_or(0.0).clamp(0.0, 1.0),
-        _ => 0.0,
-    };
-    Ok((reward, value.get(1) == Some(&Value::Bool(true))))
 }
 
 /// Folds the engine's reports of one step (the asks, the answers, the end) into `info`.

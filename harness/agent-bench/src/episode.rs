@@ -85,7 +85,11 @@ async fn web_episode(inputs: &EpisodeInputs<'_>, result: &mut EpisodeResult) -> 
         _ => None,
     };
     let browser = engines.browser().await?;
-    let env = WebEnv::new(browser, Some(engines.pages.clone())).with_dpr(dpr);
+    let mut env = WebEnv::new(browser, Some(engines.pages.clone())).with_dpr(dpr);
+    // `CORDON_BENCH_REUSE=0`: a new session per episode, to compare against.
+    if std::env::var("CORDON_BENCH_REUSE").map_or(true, |v| v != "0") {
+        env = env.with_pool(engines.sessions.clone());
+    }
     let env = Arc::new(tokio::sync::Mutex::new(env));
     let tr = Instant::now();
     env.lock().await.reset(task.clone(), seed).await?;

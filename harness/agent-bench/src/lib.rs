@@ -54,8 +54,10 @@ pub mod remote;
 pub mod report;
 mod results;
 pub mod run;
+mod reward;
 mod safety;
 mod script;
+pub mod session_pool;
 pub mod task;
 
 pub use env::{EnvAction, Observation, Transition, WebEnv};

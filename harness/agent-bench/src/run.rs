@@ -1,8 +1,9 @@
 //! A benchmark run: every (task, seed) of a suite is an episode; episodes run in parallel
-//! (at most `jobs` at once), each on its own isolated session; each finished episode is
-//! written to `RUN_DIR/episodes/<id>/` at once, so a run that stops can be resumed and only
-//! the episodes without a record run again. At the end `results.json` and `report.html`
-//! are written.
+//! (at most `jobs` at once), each on its own isolated session (a web episode may start over
+//! a session an earlier one ended, with its document, cookies and storage cleared: see
+//! `session_pool`); each finished episode is written to `RUN_DIR/episodes/<id>/` at once,
+//! so a run that stops can be resumed and only the episodes without a record run again. At
+//! the end `results.json` and `report.html` are written.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -18,6 +19,7 @@ use crate::page_server::{PageRoot, PageServer};
 use crate::progress::Progress;
 use crate::remote::episode::{RemoteInputs, run_remote_episode};
 use crate::results::failed;
+use crate::session_pool::SessionPool;
 use crate::task::{Suite, SuiteSource};
 
 pub use crate::options::{Driver, EpisodeSpec, Policy, RunOptions};
@@ -62,6 +64,7 @@ pub async fn run_suite(
         browser_options,
         sandbox: tokio::sync::OnceCell::new(),
         pages: Arc::new(PageServer::start(root).await?),
+        sessions: Arc::new(SessionPool::new()),
     });
     let all = episode_ids(suite);
     let mut kept = Vec::new();
@@ -156,6 +159,7 @@ pub async fn run_suite(
             Err(e) => eprintln!("bench: an episode task failed: {e}"),
         }
     }
+    engines.sessions.close_all().await;
     if let Ok(browser) = engines.browser.get().cloned().unwrap_or(Err(String::new())) {
         let _closed = browser.close().await;
     }

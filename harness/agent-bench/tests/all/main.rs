@@ -9,5 +9,6 @@
 
 mod env;
 mod miniwob;
+mod reuse;
 mod summary;
 mod tasks;

@@ -23,6 +23,7 @@
 //! - `net_watch`: a page's requests, loads, URL and file choosers, from CDP events;
 //! - `page_setup`: viewport, DPR, file-chooser interception and the motion script;
 //! - `session`: [`BrowserSession`]: opening, its handles, closing;
+//! - `recycle`: starting a session over on another page, its context's storage cleared;
 //! - `inspect`: the element under a point or holding focus, and the current URL;
 //! - `popups`: following popups and tabs, and leaving refused ones;
 //! - `input`: screen ops as CDP input, text, navigation and history;
@@ -46,6 +47,7 @@ mod options;
 mod page_setup;
 mod page_warden;
 mod popups;
+mod recycle;
 mod request_guard;
 mod session;
 mod settle;
