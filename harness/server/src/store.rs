@@ -44,8 +44,8 @@ mod executions;
 mod meta;
 mod sandboxes;
 // Replicas: heartbeats, owners (its tables and shared SQL first).
-mod replicas_schema;
 mod replicas;
+mod replicas_schema;
 // Paused sandboxes (beside `sandboxes`, whose rows they change).
 mod paused;
 mod sessions;
@@ -74,6 +74,6 @@ pub use events::{EventRow, event_type};
 pub use executions::{ExecutionRow, RUNNING};
 pub use location::{DbLocation, is_postgres_url};
 pub use purge::Purged;
-pub use replicas_schema::{LiveOwner, Owned, Recovery};
 pub use recovery::{COMPUTER_RESTART_REASON, ENV_RESTART_REASON, SANDBOX_RESTART_REASON};
+pub use replicas_schema::{LiveOwner, Owned, Recovery};
 pub use sandboxes::SandboxRow;

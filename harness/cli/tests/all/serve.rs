@@ -206,7 +206,11 @@ fn http_api_a_paused_sandbox_survives_kill_9_and_the_next_server_resumes_it() {
     crate::e2e_script("paused_restart.py", &["before_kill", &server.url, state]);
     server.kill_9();
     let paused = files_under(&dir.path().join("objects"));
-    assert_eq!(paused.len(), 1, "one paused sandbox beside the database: {paused:?}");
+    assert_eq!(
+        paused.len(),
+        1,
+        "one paused sandbox beside the database: {paused:?}"
+    );
     let server = Server::serve(&db, &["--pause-after", "off"]);
     crate::e2e_script("paused_restart.py", &["after_restart", &server.url, state]);
     assert_eq!(

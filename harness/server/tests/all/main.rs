@@ -7,5 +7,5 @@ mod postgres_cluster;
 // First: its `store_suite!` runs the replica suite's tests too.
 #[macro_use]
 mod store_suite;
-mod replica_suite;
 mod at_rest_suite;
+mod replica_suite;
