@@ -12,6 +12,7 @@ use crate::engines::Engines;
 use crate::env::{SUCCESS, Trace, WebEnv};
 use crate::error::{BenchError, Result};
 use crate::options::{EpisodeSpec, Policy};
+use crate::policy_env::play_script;
 use crate::results::{EpisodeResult, StepRecord, failed, round2};
 use crate::script::read_script;
 use crate::task::{Task, TaskKind};
@@ -104,21 +105,7 @@ async fn web_episode(inputs: &EpisodeInputs<'_>, result: &mut EpisodeResult) -> 
         (Policy::Script, None) if solver => {
             crate::miniwob::play(&mut *env.lock().await, &task.id).await
         }
-        (Policy::Script, Some(script)) => {
-            let mut env = env.lock().await;
-            let mut outcome = Ok(());
-            for action in script {
-                match env.step(action).await {
-                    Ok(t) if t.done => break,
-                    Ok(_) => {}
-                    Err(e) => {
-                        outcome = Err(e);
-                        break;
-                    }
-                }
-            }
-            outcome
-        }
+        (Policy::Script, Some(script)) => play_script(&mut *env.lock().await, script).await,
         (Policy::Driver(driver), _) => {
             let spec = EpisodeSpec {
                 id: id.to_owned(),

@@ -46,6 +46,17 @@ pub trait PolicyEnv {
     fn act(&mut self, action: EnvAction) -> impl Future<Output = Result<Transition>>;
 }
 
+/// The scripted policy: plays `script`'s actions in order until the episode is done; the
+/// first action that fails ends it with that error.
+pub(crate) async fn play_script<E: PolicyEnv>(env: &mut E, script: Vec<EnvAction>) -> Result<()> {
+    for action in script {
+        if env.act(action).await?.done {
+            break;
+        }
+    }
+    Ok(())
+}
+
 impl PolicyEnv for WebEnv {
     fn view(&self) -> Result<EnvView> {
         let (Some(screen), Some(trace)) = (self.screen(), self.trace()) else {

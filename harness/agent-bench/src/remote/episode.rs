@@ -10,6 +10,7 @@ use crate::env::SUCCESS;
 use crate::episode::record_trace;
 use crate::error::{BenchError, Result};
 use crate::options::{EpisodeSpec, Policy};
+use crate::policy_env::play_script;
 use crate::results::{EpisodeResult, failed, round2};
 use crate::script::read_script;
 use crate::task::{Task, TaskKind};
@@ -116,21 +117,7 @@ async fn play(
     result.prompt.clone_from(&instruction);
     let env = Arc::new(tokio::sync::Mutex::new(env));
     let driven = match (inputs.policy, script) {
-        (Policy::Script, Some(script)) => {
-            let mut env = env.lock().await;
-            let mut outcome = Ok(());
-            for action in script {
-                match env.step(action).await {
-                    Ok(t) if t.done => break,
-                    Ok(_) => {}
-                    Err(e) => {
-                        outcome = Err(e);
-                        break;
-                    }
-                }
-            }
-            outcome
-        }
+        (Policy::Script, Some(script)) => play_script(&mut *env.lock().await, script).await,
         (Policy::Driver(driver), _) => {
             let spec = EpisodeSpec {
                 id: inputs.id.to_owned(),
