@@ -361,10 +361,10 @@ def scenario_after_restart(base, state_file):
     # The computer session reports that it is over, and why; its history is intact.
     computer = state["computer"]
     info = http.get(f"/v1/computers/{computer}").json()
-    assert info["state"] == "expired" and "server stopped" in info["reason"], info
+    assert info["state"] == "interrupted" and "server stopped" in info["reason"], info
     assert info["steps"] == 3 and info["pending_approval"] is None, info
     assert info["current_url"] == state["page"] + "#clicked", info
-    body = check_error(http.post(f"/v1/computers/{computer}/actions", json={"actions": [click(GO)]}), 410, "computer_expired")
+    body = check_error(http.post(f"/v1/computers/{computer}/actions", json={"actions": [click(GO)]}), 410, "computer_interrupted")
     assert "server stopped" in body["message"], body
     check_error(http.post(f"/v1/approvals/{state['approval']}", json={"decision": "approve"}), 409, "approval_expired")
     steps = http.get(f"/v1/computers/{computer}/trajectory").json()["steps"]

@@ -441,11 +441,12 @@ pub struct ComputerStep {
 pub enum ComputerState {
     /// Open: it takes actions.
     Live,
-    /// Closed by the server: idle beyond its ttl, its browser was lost, or the server
-    /// stopped (see `reason`).
+    /// Closed by the server: idle beyond its ttl, or its browser was lost (see `reason`).
     Expired,
     /// Closed by `DELETE`.
     Closed,
+    /// Its server stopped while it was open, and its browser went with it (see `reason`).
+    Interrupted,
 }
 
 /// `GET /v1/computers/{id}`.
@@ -453,7 +454,7 @@ pub enum ComputerState {
 pub struct ComputerInfo {
     /// The computer id.
     pub id: String,
-    /// `live`, `expired` or `closed`.
+    /// `live`, `expired`, `closed` or `interrupted` (its server stopped while it was open).
     pub state: ComputerState,
     /// Why it is no longer live.
     #[serde(default, skip_serializing_if = "Option::is_none")]

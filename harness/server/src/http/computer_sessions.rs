@@ -142,6 +142,7 @@ fn state(name: &str) -> ComputerState {
     match name {
         "live" => ComputerState::Live,
         "closed" => ComputerState::Closed,
+        "interrupted" => ComputerState::Interrupted,
         _ => ComputerState::Expired,
     }
 }
@@ -411,6 +412,13 @@ impl ComputerSessions {
             Some(row) if row.state == "closed" => ApiError::gone(
                 "computer_closed",
                 format!("computer {id} was closed; open a new one (POST /v1/computers)"),
+            ),
+            Some(row) if row.state == "interrupted" => ApiError::gone(
+                "computer_interrupted",
+                format!(
+                    "computer {id} was interrupted: {}",
+                    row.reason.as_deref().unwrap_or("unknown reason")
+                ),
             ),
             Some(row) => ApiError::gone(
                 "computer_expired",

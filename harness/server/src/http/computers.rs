@@ -101,7 +101,7 @@ pub(super) async fn delete_computer(
         (status = 200, description = "The step: `ok`, `error`, `approval_required` or `denied`", body = ComputerStep),
         (status = 404, description = "Unknown computer", body = ErrorBody),
         (status = 409, description = "A step waits for approval (`approval_pending`)", body = ErrorBody),
-        (status = 410, description = "The session is over: `computer_expired`, `computer_closed`, `computer_lost` (its browser crashed)", body = ErrorBody),
+        (status = 410, description = "The session is over: `computer_expired`, `computer_closed`, `computer_interrupted` (its server stopped), `computer_lost` (its browser crashed)", body = ErrorBody),
         (status = 422, description = "Unknown `format`, or no actions", body = ErrorBody),
         (status = 502, description = "A browser command failed (`browser_error`); the session may still work", body = ErrorBody),
     ),

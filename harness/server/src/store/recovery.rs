@@ -109,7 +109,7 @@ impl SqliteStore {
         )?;
         let computers: Vec<String> = {
             let mut statement = tx.prepare(&sqlite(&format!(
-                "UPDATE computers AS t SET state = 'expired', reason = $2, finished_ms = $3,
+                "UPDATE computers AS t SET state = 'interrupted', reason = $2, finished_ms = $3,
                      pending = NULL
                  WHERE {DEAD_OWNER} AND t.state = 'live' RETURNING id"
             )))?;
@@ -268,7 +268,7 @@ mod tests {
         let store = SqliteStore::open(&path).unwrap();
         store.recover("restarted", &restart()).unwrap();
         let row = store.computer("cmp_1").unwrap().unwrap();
-        assert_eq!(row.state, "expired");
+        assert_eq!(row.state, "interrupted");
         assert_eq!(row.reason.as_deref(), Some(COMPUTER_RESTART_REASON));
         assert_eq!(row.pending, None);
         assert_eq!(

@@ -193,7 +193,7 @@ async fn recovery_ends_only_what_dead_replicas_owned(db: Backing) {
         "interrupted",
         "expired",
         "interrupted",
-        "expired",
+        "interrupted",
         "expired",
     ]);
     assert_eq!(states(&alive, "alive").await, untouched);
@@ -271,7 +271,7 @@ async fn two_replicas_recovering_at_once_end_a_dead_one_once(db: Backing) {
             "interrupted",
             "expired",
             "interrupted",
-            "expired",
+            "interrupted",
             "expired"
         ])
     );

@@ -239,7 +239,7 @@ async fn recovery_interrupts_what_was_running_with_a_final_event_from_its_log(db
         )
     );
     let computer = store.computer("cmp_1").await.unwrap().unwrap();
-    assert_eq!(computer.state, "expired");
+    assert_eq!(computer.state, "interrupted");
     assert_eq!(computer.reason.as_deref(), Some(COMPUTER_RESTART_REASON));
     assert_eq!(computer.pending, None);
     assert_eq!(

@@ -179,7 +179,7 @@ impl PostgresStore {
         for row in tx
             .query(
                 &format!(
-                    "UPDATE computers AS t SET state = 'expired', reason = $2, finished_ms = $3,
+                    "UPDATE computers AS t SET state = 'interrupted', reason = $2, finished_ms = $3,
                          pending = NULL
                      WHERE {DEAD_OWNER} AND t.state = 'live' RETURNING id"
                 ),
