@@ -7,7 +7,8 @@
 #   - bubblewrap: contains the `bash` tool pack's commands (no network, read-only system)
 #   - chromium: the computer-use browser backend and its tests
 #   - chromium-headless-shell: the same Chromium's old headless mode (frames drawn on
-#     demand for each capture); the browser tests run under both binaries
+#     demand for each capture), the default browser where installed; the browser tests
+#     run under both binaries
 #   - xvfb, xterm, x11-utils (xmessage, xev, xwininfo), x11-xkb-utils (setxkbmap), xdotool:
 #     the desktop backend and its tests; libxkbcommon-dev: enigo links libxkbcommon
 #   - nginx: the reverse proxy of docs/deploy, checked (nginx -t) and run in front of replicas

@@ -1,9 +1,11 @@
 //! MiniWoB++ side by side: the same task types, seeds and scripted policy through Cordon
 //! (`run_suite`, every action through the computer engine: screenshot-grounded clicks,
-//! settle, capture, the reward read from the page) and through a plain Playwright loop
-//! (`benches/peers/miniwob.mjs`: page.mouse / page.keyboard and a PNG screenshot per
-//! action) on the same Debian chromium; episodes per minute at 1 and 4 episodes at once,
-//! and the success rate. Cordon runs on `chromium-headless-shell` where it is installed
+//! settle, capture, the reward read from the page; a worker's next episode of the same
+//! task starts in place) and through a plain Playwright loop (`benches/peers/miniwob.mjs`:
+//! page.mouse / page.keyboard and a PNG screenshot per action) in two modes: BrowserGym's
+//! reset (a fresh context and a load per episode) and MiniWoB++'s own in-page reset (one
+//! page per worker, reset in place); episodes per minute at 1 and 4 episodes at once, and
+//! the success rate. Cordon runs on `chromium-headless-shell` where it is installed
 //! (frames drawn on demand), the peer on `chromium` (`PEER_CHROMIUM` picks another).
 //!
 //! `cargo bench -p cordon-agent-bench --bench miniwob` (env `BENCH_SEEDS`, default 10 seeds
@@ -63,7 +65,8 @@ fn peer_config(package: &miniwob::Package, seeds: &[u64]) -> Value {
                 "miniwob"
             };
             json!({"id": name, "path": format!("{dir}/{}", web.path.as_deref().unwrap()),
-                   "viewport": web.viewport, "reset": web.reset, "max_steps": task.max_steps})
+                   "viewport": web.viewport, "reset": web.reset,
+                   "reset_in_place": web.reset_in_place, "max_steps": task.max_steps})
         })
         .collect();
     let planners: serde_json::Map<String, Value> = TASKS
@@ -73,12 +76,14 @@ fn peer_config(package: &miniwob::Package, seeds: &[u64]) -> Value {
     json!({"html": package.html(), "tasks": tasks, "seeds": seeds, "planners": planners})
 }
 
-fn peer(config: &Path, jobs: usize) -> Option<Value> {
+/// The Playwright loop in `mode` (`browsergym` or `in-page`).
+fn peer(config: &Path, jobs: usize, mode: &str) -> Option<Value> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../benches/peers/miniwob.mjs");
     let out = std::process::Command::new("node")
         .arg(script)
         .arg(config)
         .arg(jobs.to_string())
+        .arg(mode)
         .output()
         .ok()?;
     if !out.status.success() {
@@ -137,13 +142,23 @@ async fn main() {
             .collect());
         let steps = run.episodes.iter().map(|e| f64::from(e.steps)).sum::<f64>()
             / run.episodes.len().max(1) as f64;
+        let started = |how: &str| {
+            run.episodes
+                .iter()
+                .filter(|e| e.session.as_deref() == Some(how))
+                .count()
+        };
         println!(
             "{}",
             json!({"peer": "cordon", "jobs": jobs, "reset_ms_p50": reset,
-                   "after_reset_ms_p50": rest, "steps_per_episode": steps})
+                   "after_reset_ms_p50": rest, "steps_per_episode": steps,
+                   "in_place": started("in_place"), "restarted": started("restarted"),
+                   "new": started("new")})
         );
-        if peers && let Some(line) = peer(&config, jobs) {
-            println!("{line}");
+        for mode in ["browsergym", "in-page"] {
+            if peers && let Some(line) = peer(&config, jobs, mode) {
+                println!("{line}");
+            }
         }
     }
 }

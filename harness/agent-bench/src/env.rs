@@ -25,8 +25,9 @@ use crate::error::{BenchError, PolicyError, Result};
 use crate::page_server::PageServer;
 use crate::reward::read_reward;
 use crate::safety::approves;
-use crate::session_pool::{SessionKey, SessionPool, open_session};
+use crate::session_pool::{LastEpisode, SessionKey, SessionPool, SessionStart};
 use crate::task::{Approvals, Task, TaskDir, TaskKind, WebTask};
+use crate::web_reset::{Opening, open_session};
 
 /// What the policy sees after a reset or a step.
 #[derive(Debug, Clone)]
@@ -268,8 +269,8 @@ struct Episode {
     computer: Computer<BrowserSession>,
     /// Set when the session goes back to the pool after the episode.
     reusable: Option<SessionKey>,
-    /// The session is one an earlier episode ended, started over.
-    reused: bool,
+    /// How the session came to be (new, started over, or started in place).
+    start: SessionStart,
     scaler: Scaler,
     steps: u32,
     started: Instant,
@@ -457,52 +458,27 @@ impl WebEnv {
             (Some(pool), Some(server)) => Some((pool.as_ref(), server.origin())),
             _ => None,
         };
-        let (session, reusable, reused) =
-            open_session(&self.browser, reusable, url, options).await?;
+        let opening = Opening {
+            task: &task.id,
+            web: &web,
+            url,
+            seed,
+        };
+        let opened = open_session(&self.browser, reusable, opening, options).await?;
+        let (reusable, start, instruction) = (opened.key, opened.start, opened.instruction);
         let open_ms = ms(t_open);
         let mut engine = EngineOptions::default();
         engine.rules = rules;
         engine.format = self.format;
-        let mut computer = Computer::new(session, engine);
-        if let Some(hook) = &web.reset {
-            let script = format!("((seed) => {{ {hook}\n}})({seed})");
-            if let Err(e) = computer.backend().eval(script).await {
-                let _closed = computer.backend_mut().close().await;
-                return Err(BenchError::task(
-                    &task.id,
-                    format!("its reset hook failed: {e}"),
-                ));
-            }
-        }
-        let instruction = match &web.instruction {
-            None => None,
-            Some(expression) => {
-                let read = computer
-                    .backend()
-                    .eval(format!("String({expression})"))
-                    .await;
-                match read {
-                    Ok(Value::String(text)) => Some(text),
-                    Ok(other) => Some(other.to_string()),
-                    Err(e) => {
-                        let _closed = computer.backend_mut().close().await;
-                        return Err(BenchError::task(
-                            &task.id,
-                            format!("its `instruction` could not be read: {e}"),
-                        ));
-                    }
-                }
-            }
-        };
-        let hook_ms = round2(ms(t_open) - open_ms);
+        let mut computer = Computer::new(opened.session, engine);
         let t_first = Instant::now();
         let first = computer
             .step(ComputerCall::native(Action::Screenshot), None)
             .await?;
         if std::env::var_os("CORDON_BENCH_RESET_TRACE").is_some() {
             eprintln!(
-                "reset {} s{seed}: session {open_ms} ms (reused: {reused}), hook+instruction \
-                 {hook_ms} ms, first capture {} ms",
+                "reset {} s{seed}: session, hook and instruction {open_ms} ms ({start:?}), \
+                 first capture {} ms",
                 task.id,
                 ms(t_first)
             );
@@ -519,7 +495,7 @@ impl WebEnv {
             seed,
             computer,
             reusable,
-            reused,
+            start,
             scaler,
             steps: 0,
             started: Instant::now(),
@@ -561,9 +537,14 @@ impl WebEnv {
         Ok(episode.computer.backend().eval(expression.into()).await?)
     }
 
-    /// Whether the current episode started over a session an earlier one ended.
+    /// Whether the current episode runs on a session an earlier one ended.
     pub fn reused(&self) -> Option<bool> {
-        self.episode.as_ref().map(|e| e.reused)
+        self.episode.as_ref().map(|e| e.start != SessionStart::New)
+    }
+
+    /// How the current episode's session came to be.
+    pub fn session_start(&self) -> Option<SessionStart> {
+        self.episode.as_ref().map(|e| e.start)
     }
 
     /// The seed of the current episode.
@@ -689,7 +670,11 @@ impl WebEnv {
         if let (Some(pool), Some(key)) = (&self.pool, episode.reusable)
             && session.restartable()
         {
-            pool.put(key, session);
+            let last = LastEpisode {
+                task: episode.task.id.clone(),
+                url: episode.start_url,
+            };
+            pool.put(key, session, Some(last));
             return;
         }
         let _closed = session.close().await;

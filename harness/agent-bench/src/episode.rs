@@ -95,6 +95,11 @@ async fn web_episode(inputs: &EpisodeInputs<'_>, result: &mut EpisodeResult) -> 
     let tr = Instant::now();
     env.lock().await.reset(task.clone(), seed).await?;
     result.reset_ms = round2(tr.elapsed().as_secs_f64() * 1000.0);
+    result.session = env
+        .lock()
+        .await
+        .session_start()
+        .map(|s| s.name().to_owned());
     let instruction = env
         .lock()
         .await

@@ -58,7 +58,9 @@ pub mod run;
 mod safety;
 mod script;
 pub mod session_pool;
+mod shares;
 pub mod task;
+mod web_reset;
 
 pub use env::{EnvAction, Observation, Transition, WebEnv};
 pub use error::{BenchError, PolicyError, Result};

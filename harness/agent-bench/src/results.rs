@@ -49,6 +49,11 @@ pub struct EpisodeResult {
     /// Milliseconds to reset (a fresh session on the start page, the reset hook, the
     /// first screenshot).
     pub reset_ms: f64,
+    /// How a web episode's browser session started: `new`, `restarted` (an idle session
+    /// started over on the start page) or `in_place` (an idle session that ran the same
+    /// task, on its page).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_url: Option<String>,
     /// `{viewport, display, dpr}` of a web episode.
@@ -200,5 +205,6 @@ pub(crate) fn failed(
         trace: Vec::new(),
         code: Vec::new(),
         server: None,
+        session: None,
     }
 }

@@ -1,9 +1,11 @@
 //! A benchmark run: every (task, seed) of a suite is an episode; episodes run in parallel
-//! (at most `jobs` at once), each on its own isolated session (a web episode may start over
-//! a session an earlier one ended, with its document, cookies and storage cleared: see
-//! `session_pool`); each finished episode is written to `RUN_DIR/episodes/<id>/` at once,
-//! so a run that stops can be resumed and only the episodes without a record run again. At
-//! the end `results.json` and `report.html` are written.
+//! on `jobs` workers, each taking consecutive episodes (`shares`), each on its own isolated
+//! session (a web episode may start over a session an earlier one ended, with its document,
+//! cookies and storage cleared, or start in place on the page an earlier episode of the
+//! same task left: see `web_reset`); each finished episode is written to
+//! `RUN_DIR/episodes/<id>/` at once, so a run that stops can be resumed and only the
+//! episodes without a record run again. At the end `results.json` and `report.html` are
+//! written.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -20,7 +22,8 @@ use crate::progress::Progress;
 use crate::remote::episode::{RemoteInputs, run_remote_episode};
 use crate::results::failed;
 use crate::session_pool::SessionPool;
-use crate::task::{Suite, SuiteSource};
+use crate::shares::Shares;
+use crate::task::{Suite, SuiteSource, TaskEntry};
 
 pub use crate::options::{Driver, EpisodeSpec, Policy, RunOptions};
 pub use crate::results::{EpisodeResult, Percentiles, RunResults, StepRecord, Summary, summarize};
@@ -98,65 +101,52 @@ pub async fn run_suite(
     if let Ok(p) = progress.lock() {
         p.start();
     }
-    let limit = Arc::new(tokio::sync::Semaphore::new(options.jobs.max(1)));
+    // `jobs` workers, each running its share of consecutive episodes (see `shares`), each
+    // episode in a task of its own so that one that panics costs only itself.
+    let jobs = options.jobs.max(1);
+    let shares = Arc::new(Shares::new(todo, jobs));
+    let entries = Arc::new(suite.entries.clone());
     let mut set = tokio::task::JoinSet::new();
-    for (id, index, seed) in todo {
-        let entry = suite.entries[index].clone();
+    for worker in 0..jobs {
+        let shares = shares.clone();
+        let entries = entries.clone();
         let engines = engines.clone();
-        let limit = limit.clone();
         let policy = options.policy.clone();
-        let dir = episodes_dir.join(&id);
+        let episodes_dir = episodes_dir.clone();
         let dpr = options.dpr;
         let remote = options.remote.clone();
         let progress = progress.clone();
         set.spawn(async move {
-            let _permit = limit.acquire_owned().await;
-            let result = match (entry.task, &remote) {
-                (Err(reason), _) => failed(&id, &entry.id, seed, reason, false),
-                (Ok(task), Some(servers)) => {
-                    run_remote_episode(RemoteInputs {
-                        servers,
-                        policy: &policy,
-                        id: &id,
-                        task: Arc::new(task),
-                        seed,
-                        dpr,
-                        dir: &dir,
-                    })
-                    .await
+            let mut done = Vec::new();
+            while let Some((id, index, seed)) = shares.next(worker) {
+                let episode = run_one(EpisodeJob {
+                    entry: entries[index].clone(),
+                    engines: engines.clone(),
+                    policy: policy.clone(),
+                    dir: episodes_dir.join(&id),
+                    id,
+                    seed,
+                    dpr,
+                    remote: remote.clone(),
+                    progress: progress.clone(),
+                });
+                match tokio::spawn(episode).await {
+                    Ok(result) => done.push(result),
+                    Err(e) => eprintln!("bench: an episode task failed: {e}"),
                 }
-                (Ok(task), None) => {
-                    let task = Arc::new(task);
-                    run_episode(EpisodeInputs {
-                        engines: &engines,
-                        policy: &policy,
-                        id: &id,
-                        task,
-                        seed,
-                        dpr,
-                        dir: &dir,
-                    })
-                    .await
-                }
-            };
-            if let Err(e) = write_episode(&dir, &result) {
-                eprintln!("bench: {id}: could not record the episode: {e}");
             }
-            if let Ok(mut p) = progress.lock() {
-                p.finished(&result);
-            }
-            result
+            done
         });
     }
     let mut results = kept;
     let mut ran = 0;
     while let Some(joined) = set.join_next().await {
         match joined {
-            Ok(result) => {
-                ran += 1;
-                results.push(result);
+            Ok(done) => {
+                ran += done.len();
+                results.extend(done);
             }
-            Err(e) => eprintln!("bench: an episode task failed: {e}"),
+            Err(e) => eprintln!("bench: a worker failed: {e}"),
         }
     }
     engines.sessions.close_all().await;
@@ -185,6 +175,70 @@ pub async fn run_suite(
         .map_err(|e| BenchError::io("writing report.html", e))?;
     Ok(run)
 }
+
+/// One episode of a run, with what it needs from the run.
+struct EpisodeJob {
+    entry: TaskEntry,
+    engines: Arc<Engines>,
+    policy: Policy,
+    dir: std::path::PathBuf,
+    id: String,
+    seed: u64,
+    dpr: Option<f64>,
+    remote: Option<Arc<crate::remote::RemoteServers>>,
+    progress: Arc<Mutex<Progress>>,
+}
+
+/// Runs one episode (here or on a remote server) and records it.
+async fn run_one(job: EpisodeJob) -> EpisodeResult {
+    let EpisodeJob {
+        entry,
+        engines,
+        policy,
+        dir,
+        id,
+        seed,
+        dpr,
+        remote,
+        progress,
+    } = job;
+    let result = match (entry.task, &remote) {
+        (Err(reason), _) => failed(&id, &entry.id, seed, reason, false),
+        (Ok(task), Some(servers)) => {
+            run_remote_episode(RemoteInputs {
+                servers,
+                policy: &policy,
+                id: &id,
+                task: Arc::new(task),
+                seed,
+                dpr,
+                dir: &dir,
+            })
+            .await
+        }
+        (Ok(task), None) => {
+            let task = Arc::new(task);
+            run_episode(EpisodeInputs {
+                engines: &engines,
+                policy: &policy,
+                id: &id,
+                task,
+                seed,
+                dpr,
+                dir: &dir,
+            })
+            .await
+        }
+    };
+    if let Err(e) = write_episode(&dir, &result) {
+        eprintln!("bench: {id}: could not record the episode: {e}");
+    }
+    if let Ok(mut p) = progress.lock() {
+        p.finished(&result);
+    }
+    result
+}
+
 fn write_json(path: &Path, value: &impl Serialize) -> Result<()> {
     let text = serde_json::to_string_pretty(value)
         .map_err(|e| BenchError::io(path.display().to_string(), std::io::Error::other(e)))?;

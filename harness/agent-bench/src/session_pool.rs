@@ -1,11 +1,11 @@
 //! Idle browser sessions kept between episodes: an episode that ends hands its session
-//! back, and the next episode with the same screen and origin policy starts it over on its
-//! own page ([`BrowserSession::restart_at`]: document, cookies, storage and history
-//! cleared) instead of opening a new BrowserContext, proxy and page.
+//! back with the task it ran, and the next episode with the same screen and origin policy
+//! takes one, preferring a session whose last episode was of its own task (which it may
+//! start in place: `web_reset`) over one it has to start over.
 
 use std::sync::Mutex;
 
-use cordon_computer::browser::{Browser, BrowserSession, SessionOptions};
+use cordon_computer::browser::BrowserSession;
 use cordon_computer::display::Size;
 use cordon_computer::origin::OriginPolicy;
 
@@ -18,10 +18,55 @@ pub struct SessionKey {
     pub policy: OriginPolicy,
 }
 
+/// The episode an idle session last ran: its task and the URL it started at (where an
+/// in-place start expects the page still to be).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LastEpisode {
+    pub task: String,
+    pub url: String,
+}
+
+/// How an episode's session came to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SessionStart {
+    /// A new session (context, proxy, page) loaded the start page.
+    New,
+    /// An idle session was started over on the start page (`restart_at`).
+    Restarted,
+    /// An idle session on the task's page started the episode there (`reset_in_place`).
+    InPlace,
+}
+
+impl SessionStart {
+    /// `new`, `restarted` or `in_place` (as `results.json` records it).
+    pub fn name(self) -> &'static str {
+        match self {
+            SessionStart::New => "new",
+            SessionStart::Restarted => "restarted",
+            SessionStart::InPlace => "in_place",
+        }
+    }
+}
+
+struct Idle {
+    key: SessionKey,
+    last: Option<LastEpisode>,
+    session: BrowserSession,
+}
+
 /// The idle sessions of a run (at most one per episode that ran at once).
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct SessionPool {
-    idle: Mutex<Vec<(SessionKey, BrowserSession)>>,
+    idle: Mutex<Vec<Idle>>,
+}
+
+impl std::fmt::Debug for SessionPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionPool")
+            .field("idle", &self.len())
+            .finish()
+    }
 }
 
 impl SessionPool {
@@ -29,19 +74,30 @@ impl SessionPool {
         SessionPool::default()
     }
 
-    /// An idle session opened with `key`, if there is one.
-    pub fn take(&self, key: &SessionKey) -> Option<BrowserSession> {
+    /// An idle session opened with `key`, if there is one: one whose last episode was of
+    /// `task` first, with that episode.
+    pub fn take(
+        &self,
+        key: &SessionKey,
+        task: &str,
+    ) -> Option<(BrowserSession, Option<LastEpisode>)> {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        let at = idle.iter().position(|(k, _)| k == key)?;
-        Some(idle.swap_remove(at).1)
+        let same_task = |i: &Idle| i.last.as_ref().is_some_and(|l| l.task == task);
+        let at = idle
+            .iter()
+            .position(|i| i.key == *key && same_task(i))
+            .or_else(|| idle.iter().position(|i| i.key == *key))?;
+        let Idle { last, session, .. } = idle.swap_remove(at);
+        Some((session, last))
     }
 
-    /// Keeps `session` for a later episode with the same `key`.
-    pub fn put(&self, key: SessionKey, session: BrowserSession) {
+    /// Keeps `session` for a later episode with the same `key`; `last` is the episode it
+    /// ran (`None`: it will only be started over).
+    pub fn put(&self, key: SessionKey, session: BrowserSession, last: Option<LastEpisode>) {
         self.idle
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .push((key, session));
+            .push(Idle { key, last, session });
     }
 
     /// How many sessions are idle now.
@@ -56,50 +112,8 @@ impl SessionPool {
     /// Closes every idle session (their contexts go with them).
     pub async fn close_all(&self) {
         let idle = std::mem::take(&mut *self.idle.lock().unwrap_or_else(|p| p.into_inner()));
-        for (_, mut session) in idle {
+        for Idle { mut session, .. } in idle {
             let _closed = session.close().await;
         }
     }
-}
-
-/// A path the page server has no file at: its error page is a document of the server's
-/// origin without script, where a reused session's storage is cleared.
-const BLANK_PATH: &str = ".cordon/blank";
-
-/// A session on `url` for an episode: an idle one of `pool` with the same options, started
-/// over (its pages are served from `origin`, whose storage is cleared), or
-/// else a new one. Returns the key to hand the session back with (`None` without a pool)
-/// and whether the session was reused.
-pub(crate) async fn open_session(
-    browser: &Browser,
-    pool: Option<(&SessionPool, String)>,
-    url: String,
-    mut options: SessionOptions,
-) -> cordon_computer::Result<(BrowserSession, Option<SessionKey>, bool)> {
-    let Some((pool, origin)) = pool else {
-        options.start_url = Some(url);
-        return Ok((browser.new_session(options).await?, None, false));
-    };
-    let key = SessionKey {
-        viewport: options.viewport,
-        display: options.display.resolve(options.viewport),
-        dpr: options.dpr,
-        policy: options.policy.clone(),
-    };
-    if let Some(mut session) = pool.take(&key) {
-        match session
-            .restart_at(&url, &format!("{origin}/{BLANK_PATH}"))
-            .await
-        {
-            Ok(()) => return Ok((session, Some(key), true)),
-            Err(e) => {
-                if std::env::var_os("CORDON_BENCH_RESET_TRACE").is_some() {
-                    eprintln!("reset: the idle session could not start over: {e}");
-                }
-                let _closed = session.close().await;
-            }
-        }
-    }
-    options.start_url = Some(url);
-    Ok((browser.new_session(options).await?, Some(key), false))
 }

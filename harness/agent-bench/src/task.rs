@@ -72,6 +72,12 @@ pub struct WebTask {
     /// JavaScript run in the page after it loads on reset, with `seed` bound to the seed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reset: Option<String>,
+    /// JavaScript that starts the next episode on the page an earlier episode of this task
+    /// left, without loading it again or clearing anything (`seed` bound as in `reset`).
+    /// With it, an episode whose pooled session last ran this task and still shows its
+    /// start page runs this instead of loading the page and running `reset`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reset_in_place: Option<String>,
     pub reward: Reward,
     /// When the page says the episode is over whatever the reward (a wrong answer, a time
     /// limit of its own): a predicate read with the reward after every step.

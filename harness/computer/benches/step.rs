@@ -8,14 +8,14 @@
 //! the ratios. The peers need Node and `npm install` in `benches/peers` once; without them
 //! that part is skipped with a note. `BENCH_PEERS=0` skips it too.
 //!
-//! Needs Chromium: `sudo apt-get install -y chromium`; with `chromium-headless-shell`
-//! installed it also measures frames drawn on demand (at frame scale 0.8 and without).
+//! Needs Chromium: `sudo apt-get install -y chromium chromium-headless-shell`. The first
+//! configuration is Cordon's defaults: the headless shell where it is installed (frames
+//! drawn on demand, at the display's scale), else plain `chromium`; plain `chromium` is
+//! measured alongside.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "bench binary")]
 
-use cordon_computer::browser::{
-    Browser, BrowserOptions, DEFAULT_CHROMIUM, HEADLESS_SHELL, SessionOptions,
-};
+use cordon_computer::browser::{Browser, BrowserOptions, CHROMIUM, SessionOptions};
 use cordon_computer::display::{DisplaySpec, Size};
 use cordon_computer::gate::Rules;
 use cordon_computer::image::ImageFormat;
@@ -98,78 +98,83 @@ async fn main() {
     base.no_sandbox = true;
     let browser = Browser::launch(base.clone()).await.expect("chromium");
     println!("default browser: {}", base.executable.display());
-    // The headless shell drawing frames on demand (installed: `chromium-headless-shell`),
-    // at the model's scale (each frame 1024x640 as drawn) and at the viewport's.
-    let shell_installed = std::path::Path::new(HEADLESS_SHELL).exists();
-    let shell = |scale: Option<f64>| {
-        let mut o = base.clone().executable(HEADLESS_SHELL);
-        o.frame_scale = scale;
-        o
-    };
-    let scaled = match shell_installed {
-        true => Some(
-            Browser::launch(shell(Some(0.8)))
-                .await
-                .expect("headless shell"),
-        ),
-        false => None,
-    };
-    let unscaled = match shell_installed {
-        true => Some(Browser::launch(shell(None)).await.expect("headless shell")),
-        false => None,
-    };
-    let clock = &browser;
+    // Plain `chromium` (Chromium's own frame clock), when the default is another binary.
     let mut plain_opts = base.clone();
-    plain_opts.executable = DEFAULT_CHROMIUM.into();
+    plain_opts.executable = CHROMIUM.into();
+    let plain = match base.executable == std::path::Path::new(CHROMIUM) {
+        true => None,
+        false => Some(Browser::launch(plain_opts.clone()).await.expect("chromium")),
+    };
+    let clock = plain.as_ref().unwrap_or(&browser);
     let mut uncapped_opts = plain_opts;
     uncapped_opts.uncapped_frames = true;
     let uncapped = Browser::launch(uncapped_opts).await.expect("chromium");
     let mut cordon_step = f64::NAN;
     let mut cordon_p99 = f64::NAN;
-    let mut scaled_step = (f64::NAN, f64::NAN);
-    let mut configs = vec![(1.0, ImageFormat::JPEG, "jpeg q80, dpr 1", &browser, false)];
-    if let (Some(scaled), Some(unscaled)) = (&scaled, &unscaled) {
-        configs.extend([
-            (
-                1.0,
-                ImageFormat::JPEG,
-                "jpeg q80, dpr 1, headless shell, frame scale 0.8",
-                scaled,
-                false,
-            ),
-            (
-                1.0,
-                ImageFormat::JPEG,
-                "jpeg q80, dpr 1, headless shell, no frame scale",
-                unscaled,
-                false,
-            ),
-        ]);
+    let mut plain_step = (f64::NAN, f64::NAN);
+    // (DPR, format, name, browser, screencast, render at the display's scale)
+    let mut configs = vec![
+        (
+            1.0,
+            ImageFormat::JPEG,
+            "jpeg q80, dpr 1, defaults",
+            &browser,
+            false,
+            true,
+        ),
+        (1.0, ImageFormat::Png, "png, dpr 1", &browser, false, true),
+        (
+            2.0,
+            ImageFormat::JPEG,
+            "jpeg q80, dpr 2",
+            &browser,
+            false,
+            true,
+        ),
+    ];
+    if base.draws_on_demand() {
+        configs.push((
+            1.0,
+            ImageFormat::JPEG,
+            "jpeg q80, dpr 1, render_at_display_scale off",
+            &browser,
+            false,
+            false,
+        ));
     }
-    configs.extend([
-        (1.0, ImageFormat::Png, "png, dpr 1", &browser, false),
-        (2.0, ImageFormat::JPEG, "jpeg q80, dpr 2", &browser, false),
-    ]);
+    if plain.is_some() {
+        configs.push((
+            1.0,
+            ImageFormat::JPEG,
+            "jpeg q80, dpr 1, plain chromium",
+            clock,
+            false,
+            true,
+        ));
+    }
     configs.extend([
         (
             1.0,
             ImageFormat::JPEG,
-            "jpeg q80, dpr 1, chromium, screencast (opt-in)",
+            "jpeg q80, dpr 1, plain chromium, screencast (opt-in)",
             clock,
+            true,
             true,
         ),
         (
             1.0,
             ImageFormat::JPEG,
-            "jpeg q80, dpr 1, chromium, uncapped_frames",
+            "jpeg q80, dpr 1, plain chromium, uncapped_frames",
             &uncapped,
             false,
+            true,
         ),
     ]);
     // Each configuration counts the screenshots that do not show its click (`stale`).
-    for (dpr, format, name, b, screencast) in configs {
+    for (dpr, format, name, b, screencast, at_display_scale) in configs {
         let mut o = opts(&url, dpr);
         o.screencast = screencast;
+        o.render_at_display_scale = at_display_scale;
         let session = b.new_session(o).await.unwrap();
         let mut e = EngineOptions::default();
         e.rules = Rules::allow_all();
@@ -219,8 +224,8 @@ async fn main() {
             cordon_step = p50;
             cordon_p99 = pct(&mut total, 0.99);
         }
-        if name.contains("frame scale 0.8") {
-            scaled_step = (p50, pct(&mut total, 0.99));
+        if name.ends_with("plain chromium") {
+            plain_step = (p50, pct(&mut total, 0.99));
         }
         println!(
             "step (click+settle+capture+scale+encode) 1280x800 -> 1024x640, {name}: p50 {:.1} ms, p99 {:.1} ms \
@@ -234,8 +239,8 @@ async fn main() {
         c.into_backend().close().await.unwrap();
     }
     uncapped.close().await.unwrap();
-    for b in [scaled, unscaled].into_iter().flatten() {
-        b.close().await.unwrap();
+    if let Some(plain) = plain {
+        plain.close().await.unwrap();
     }
     // A navigation step: every one opens a new connection (the page server closes each),
     // which goes through the session's SOCKS proxy (name check, resolution, address
@@ -321,15 +326,7 @@ async fn main() {
     if std::env::var("BENCH_PEERS").is_ok_and(|v| v == "0") {
         return;
     }
-    peers(
-        &url,
-        n,
-        cordon_step,
-        cordon_p99,
-        cordon_session,
-        scaled_step,
-    )
-    .await;
+    peers(&url, n, cordon_step, cordon_p99, cordon_session, plain_step).await;
 }
 
 /// Steps per second of `sessions` sessions (their own Chromium) clicking at once, each
@@ -399,7 +396,7 @@ async fn peers(
     cordon_step: f64,
     cordon_p99: f64,
     cordon_session: f64,
-    (scaled_step, scaled_p99): (f64, f64),
+    (plain_step, plain_p99): (f64, f64),
 ) {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../benches/peers");
     if !dir.join("node_modules/playwright-core").exists() {
@@ -468,12 +465,12 @@ async fn peers(
         "ratio step Cordon p99 / Playwright p50: {:.2} (target <= 1.0; {cordon_p99:.1} / {playwright:.1} ms)",
         cordon_p99 / playwright
     );
-    if !scaled_step.is_nan() {
+    if !plain_step.is_nan() {
         println!(
-            "ratio step Cordon at frame scale 0.8 / Playwright: p50 {:.2}, p99 / Playwright p50 {:.2} \
-             ({scaled_step:.1} / {scaled_p99:.1} / {playwright:.1} ms)",
-            scaled_step / playwright,
-            scaled_p99 / playwright
+            "ratio step Cordon on plain chromium / Playwright: p50 {:.2}, p99 / Playwright p50 {:.2} \
+             ({plain_step:.1} / {plain_p99:.1} / {playwright:.1} ms)",
+            plain_step / playwright,
+            plain_p99 / playwright
         );
     }
     println!(

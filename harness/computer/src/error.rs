@@ -41,12 +41,13 @@ pub enum ActionError {
 pub enum Error {
     #[error(transparent)]
     Action(#[from] ActionError),
-    /// Chromium is not where we looked.
+    /// Chromium is not where we looked. `package` is the Debian package that installs it
+    /// there (`chromium-headless-shell` for the headless shell, else `chromium`).
     #[error(
-        "Chromium not found at {path}: install it with `sudo apt-get install -y chromium` \
+        "Chromium not found at {path}: install it with `sudo apt-get install -y {package}` \
          or pass its path (--chromium / BrowserOptions::executable)"
     )]
-    BrowserMissing { path: String },
+    BrowserMissing { path: String, package: &'static str },
     /// Cordon runs as root, where Chromium's own sandbox cannot run, and the operator did
     /// not opt out of it explicitly (the flag; in the library, `BrowserOptions::no_sandbox`).
     #[error(

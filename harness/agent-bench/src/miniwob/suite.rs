@@ -29,6 +29,50 @@ const RESET: &str = "return (async () => {
   if (!WOB_TASK_READY) throw new Error('the MiniWoB++ task did not become ready');
 })();";
 
+/// The next episode on the page an earlier one left, as MiniWoB++'s Python instance resets
+/// (`reset`: `force_stop`'s `core.endEpisode(0)`, then `begin_task`), so the page is not
+/// loaded again and nothing is cleared (MiniWoB++ clears nothing either). So that the
+/// instance equals a fresh load's with the same seed, what MiniWoB++ keeps across its
+/// episodes and a fresh load does not have is put back first: the reward display's
+/// running figures (last reward, average, episodes done), the `data-tampered` and
+/// DOM-reference marks on elements outside the rebuilt task area, and the focus.
+/// `core.startEpisodeReal` itself rebuilds the task area (`genProblem`), clears the text
+/// selection and the click canvas, and scrolls the page to the top.
+const RESET_IN_PLACE: &str = "return (async () => {
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  for (let i = 0; i < 500 && !(document.readyState === 'complete' && window.core && core.cover_div); i++) await sleep(10);
+  if (!(window.core && core.cover_div)) throw new Error('the MiniWoB++ page is not loaded');
+  core.endEpisode(0);
+  core.wob_latest = '-';
+  core.wob_scores = [];
+  WOB_EPISODE_ID = 0;
+  document.getElementById('episode-id').textContent = '0';
+  for (const id of ['reward-last', 'reward-avg']) {
+    const shown = document.getElementById(id);
+    shown.removeAttribute('style');
+    shown.textContent = '-';
+  }
+  for (const e of document.querySelectorAll('[data-tampered], [data-wob_ref], [data-wob_eps]')) {
+    delete e.dataset.tampered;
+    delete e.dataset.wob_ref;
+    delete e.dataset.wob_eps;
+  }
+  if (document.activeElement) document.activeElement.blur();
+  Math.seedrandom(seed);
+  core.setDataMode('train');
+  core.startEpisodeReal();
+  for (let i = 0; i < 20 && !WOB_TASK_READY; i++) await sleep(50);
+  if (!WOB_TASK_READY) throw new Error('the MiniWoB++ task did not become ready');
+})();";
+
+/// Task types whose page keeps something of the last episode that `genProblem` does not
+/// rebuild and a fresh load does not show: these load their page for every episode.
+/// `drag-cube` keeps the cube's rotation. (Every other MiniWoB++ page, after a policy
+/// clicked, typed, scrolled and held a button, gave the same utterance and page as a
+/// fresh load with the same seed, up to class order and running animations.) FlightWoB
+/// sites (`flight.*`) are not MiniWoB++'s `core.js` and always load.
+const LOADS_EVERY_EPISODE: &[&str] = &["drag-cube"];
+
 /// `get_original_reward`'s input: the raw reward once the page says the episode is done
 /// (time-discounting is left out so that 1 means solved).
 const REWARD: &str = "WOB_DONE_GLOBAL ? WOB_RAW_REWARD_GLOBAL : 0";
@@ -75,6 +119,7 @@ fn episode_max_ms(page: &Path) -> u64 {
 /// The task of one task type: its page, MiniWoB++'s window size, its time limit.
 pub fn task(package: &Package, name: &str) -> std::result::Result<Task, String> {
     let html = package.html();
+    let in_place = !name.starts_with("flight.") && !LOADS_EVERY_EPISODE.contains(&name);
     let (dir, path, viewport) = match name.strip_prefix("flight.") {
         Some(site) => (
             html.join("flight"),
@@ -96,6 +141,7 @@ pub fn task(package: &Package, name: &str) -> std::result::Result<Task, String> 
         "pages": ".",
         "path": path,
         "reset": RESET,
+        "reset_in_place": in_place.then_some(RESET_IN_PLACE),
         "reward": {"js": REWARD},
         "done": {"js": DONE},
         "instruction": INSTRUCTION,

@@ -9,6 +9,7 @@
 
 mod env;
 mod miniwob;
+mod miniwob_in_place;
 mod reuse;
 mod summary;
 mod tasks;

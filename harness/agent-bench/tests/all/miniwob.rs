@@ -8,6 +8,7 @@ use cordon_agent_bench::env::WebEnv;
 use cordon_agent_bench::miniwob::{self, Package, PackageError, Source};
 use cordon_agent_bench::page_server::{PageRoot, PageServer};
 use cordon_agent_bench::run::{Policy, RunOptions, run_suite};
+use cordon_agent_bench::session_pool::{SessionPool, SessionStart};
 use cordon_agent_bench::task::Task;
 use cordon_computer::browser::{Browser, BrowserOptions};
 
@@ -21,13 +22,13 @@ const PLAYED: &[&str] = &[
     "click-dialog",
 ];
 
-async fn package() -> Package {
+pub(super) async fn package() -> Package {
     miniwob::ensure_default(&|line: &str| eprintln!("{line}"))
         .await
         .expect("the miniwob sdist is fetched from the package index (PyPI)")
 }
 
-fn browser_options() -> BrowserOptions {
+pub(super) fn browser_options() -> BrowserOptions {
     let mut options = BrowserOptions::default();
     options.no_sandbox = true;
     options
@@ -129,6 +130,23 @@ async fn the_scripted_policy_solves_its_task_types_with_rewards_read_from_the_pa
         );
     }
     assert_eq!(run.summary.succeeded, run.episodes.len());
+    // Each worker runs consecutive seeds of a task: most start on the page the last one
+    // left, the rest load it.
+    let started = |how: &str| {
+        run.episodes
+            .iter()
+            .filter(|e| e.session.as_deref() == Some(how))
+            .count()
+    };
+    assert!(
+        started("in_place") >= run.episodes.len() / 3,
+        "{}",
+        started("in_place")
+    );
+    assert_eq!(
+        started("in_place") + started("restarted") + started("new"),
+        run.episodes.len()
+    );
     // The per-task success is in the machine-readable results and the report.
     let results: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.path().join("results.json")).unwrap())
@@ -210,12 +228,24 @@ async fn the_same_seed_gives_the_same_instance() {
             .await
             .unwrap(),
     );
-    let mut env = WebEnv::new(browser.clone(), Some(pages));
-    for name in ["click-checkboxes", "click-button", "enter-text"] {
+    let mut env = WebEnv::new(browser.clone(), Some(pages.clone()));
+    // Sessions kept between episodes: the next episode of a task starts in place.
+    let pool = Arc::new(SessionPool::new());
+    let mut pooled = WebEnv::new(browser.clone(), Some(pages)).with_pool(pool.clone());
+    for name in [
+        "click-checkboxes",
+        "click-button",
+        "enter-text",
+        "click-link",
+    ] {
         let task = Arc::new(miniwob::task(&package, name).unwrap());
         let first = instance(&mut env, &task, 7).await;
         let again = instance(&mut env, &task, 7).await;
         assert_eq!(first, again, "{name}: seed 7 twice");
+        instance(&mut pooled, &task, 8).await;
+        let in_place = instance(&mut pooled, &task, 7).await;
+        assert_eq!(pooled.session_start(), Some(SessionStart::InPlace));
+        assert_eq!(in_place, first, "{name}: seed 7 in place and loaded");
         let mut differs = false;
         for other in [8, 9, 10] {
             differs |= instance(&mut env, &task, other).await != first;
@@ -223,5 +253,7 @@ async fn the_same_seed_gives_the_same_instance() {
         assert!(differs, "{name}: other seeds give other instances");
     }
     env.close().await;
+    pooled.close().await;
+    pool.close_all().await;
     browser.close().await.unwrap();
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use cordon_agent_bench::env::WebEnv;
 use cordon_agent_bench::page_server::{PageRoot, PageServer};
-use cordon_agent_bench::session_pool::SessionPool;
+use cordon_agent_bench::session_pool::{SessionPool, SessionStart};
 use cordon_agent_bench::task::Suite;
 use cordon_computer::browser::{Browser, BrowserOptions};
 use serde_json::json;
@@ -88,6 +88,8 @@ async fn a_reused_session_shows_nothing_of_the_previous_episode() {
         Some(true),
         "the second episode reuses the session"
     );
+    // The task has no `reset_in_place`: the page is loaded again, storage cleared.
+    assert_eq!(env.session_start(), Some(SessionStart::Restarted));
     assert!(
         first.url.ends_with("/state/index.html?seed=1"),
         "{}",

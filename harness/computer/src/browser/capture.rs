@@ -3,7 +3,8 @@
 //! in (`SessionOptions::screencast`), the first frame of a screencast for the whole
 //! viewport (a copy of what was last drawn: faster, but it can predate the action); on a
 //! page that draws only when asked (the headless shell, see `frames`), the screenshot of a
-//! frame drawn for the capture.
+//! frame drawn for the capture (at the model's size where the session draws at the
+//! display's scale, see `screens`).
 
 use super::cdp::cdp;
 use super::frames::{FrameDriver, drawn_through};
@@ -23,6 +24,14 @@ use std::time::Duration;
 /// How long a capture waits for the screencast's first frame before it asks
 /// `Page.captureScreenshot` instead.
 const SCREENCAST_WAIT: Duration = Duration::from_millis(500);
+
+/// How many frames a capture on a page that draws only when asked draws for a screenshot
+/// before it gives up: Chromium takes none while the page's surface is not ready (a page
+/// that never drew, a document just committed), and each frame drawn readies it.
+const SHOT_ATTEMPTS: u32 = 4;
+
+/// What `Page.captureScreenshot` answers when the page had no surface to copy.
+const NO_SURFACE: &str = "Unable to capture screenshot";
 
 impl BrowserSession {
     /// One capture; also returns the scroll offset the clip was placed at.
@@ -76,11 +85,18 @@ impl BrowserSession {
     }
 
     /// A capture on a page that draws only when asked (see `frames`). The whole viewport
-    /// at the frame's size (the session's scale is the browser's frame scale) is the
-    /// screenshot of one frame drawn now: the frame right after the action. Anything else
-    /// (a zoomed region, another scale) is `Page.captureScreenshot` at its own scale, with
-    /// frames drawn until it returns: rendered at the model's size by Chromium, which was
-    /// faster than a full frame resized here.
+    /// at the frame's size (the display, where the session draws at its scale on a screen
+    /// of its own; else the viewport) is the screenshot of one frame drawn now: the frame
+    /// right after the action. Anything else (a zoomed region, a display the session does
+    /// not draw at) is `Page.captureScreenshot` at its own scale, with frames drawn until
+    /// it returns: rendered at the model's size by Chromium, which was faster than a full
+    /// frame resized here. A session on a screen of its own (see `screens`) has its window
+    /// moved to the default screen for that (drawn there at its DPR) and back: its page
+    /// sees its devicePixelRatio change and change back, which a zoom can afford. Where
+    /// the page's surface is not ready to be copied (a page that has never drawn), the
+    /// frame comes without a screenshot and `Page.captureScreenshot` fails with
+    /// [`NO_SURFACE`]: either is tried again after the frame drawn, which readies it, up
+    /// to [`SHOT_ATTEMPTS`] times.
     async fn capture_drawn(
         &mut self,
         driver: &FrameDriver,
@@ -88,8 +104,14 @@ impl BrowserSession {
         format: ImageFormat,
     ) -> Result<(EncodedImage, (f64, f64))> {
         if self.whole_viewport(plan) && plan.out == self.frame_size {
-            let (shot, offset) =
+            let (mut shot, offset) =
                 futures::future::join(driver.shot(format), self.scroll_offset_now()).await;
+            for _ in 1..SHOT_ATTEMPTS {
+                if !matches!(shot, Ok(None)) {
+                    break;
+                }
+                shot = driver.shot(format).await;
+            }
             self.net.drain();
             self.drawn_activity = self.net.activity;
             if let Some(data) = shot? {
@@ -97,8 +119,28 @@ impl BrowserSession {
             }
         }
         let offset = self.scroll_offset_now().await?;
-        let data = drawn_through(driver, self.screenshot(format, clip_at(plan, offset))).await?;
-        Ok((fit(data, format, plan.out, format)?, offset))
+        let clip = clip_at(plan, offset);
+        // `Page.captureScreenshot` never returns for a window on another screen than the
+        // default one (measured: the headless shell hangs), so a session drawn at its
+        // display's scale takes its window there for it, and back.
+        let screen = self.screen;
+        if let Some(place) = screen {
+            self.move_window_to(place.at_default_screen()).await?;
+        }
+        let mut attempts = 1;
+        let data = loop {
+            match drawn_through(driver, self.screenshot(format, clip.clone())).await {
+                Err(Error::Browser(m)) if m.contains(NO_SURFACE) && attempts < SHOT_ATTEMPTS => {
+                    attempts += 1;
+                    driver.draw().await;
+                }
+                shot => break shot,
+            }
+        };
+        if let Some(place) = screen {
+            self.move_window_to(place).await?;
+        }
+        Ok((fit(data?, format, plan.out, format)?, offset))
     }
 
     /// Whether `plan` shows the whole viewport.

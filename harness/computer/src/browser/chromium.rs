@@ -86,15 +86,6 @@ pub(super) async fn spawn_chromium(
             "enable-begin-frame-control",
             "run-all-compositor-stages-before-draw",
         ]);
-        if let Some(scale) = opts.frame_scale {
-            if !(scale.is_finite() && scale > 0.0) {
-                return Err(Error::Config(format!(
-                    "frame scale {scale} is not a positive number"
-                )));
-            }
-            let scale = format!("force-device-scale-factor={scale}");
-            builder = builder.args([scale.as_str()]);
-        }
     }
     if opts.no_sandbox {
         builder = builder.no_sandbox();

@@ -36,11 +36,23 @@ pub(super) fn is_headless_shell(executable: &std::path::Path) -> bool {
 pub(super) struct FrameDriver {
     page: Page,
     turn: Arc<tokio::sync::Mutex<()>>,
+    /// The page's window is on a screen of its own (see `screens`): every frame is drawn
+    /// with a screenshot. The headless shell presents such a window's frames only when
+    /// one is copied: after three or four uncopied frames it stopped drawing the page (no
+    /// damage), and the next copy showed it as it was frames ago (a 400 ms transition at
+    /// 20% when the page was at its end); with a copy every third frame, an element that
+    /// moved away still showed where it had been. Copying every frame kept every
+    /// screenshot current.
+    copy_each: bool,
 }
 
 impl FrameDriver {
-    pub(super) fn new(page: Page, turn: Arc<tokio::sync::Mutex<()>>) -> Self {
-        Self { page, turn }
+    pub(super) fn new(page: Page, turn: Arc<tokio::sync::Mutex<()>>, copy_each: bool) -> Self {
+        Self {
+            page,
+            turn,
+            copy_each,
+        }
     }
 
     async fn begin(&self, params: BeginFrameParams) -> Result<BeginFrameReturns> {
@@ -49,14 +61,21 @@ impl FrameDriver {
         Ok(frame.result)
     }
 
-    /// Draws one frame (no screenshot). Errors (a page being replaced) are left to the
-    /// commands that follow.
+    /// Draws one frame (no screenshot kept; one taken and dropped on a screen of its own,
+    /// see `copy_each`). Errors (a page being replaced) are left to the commands that
+    /// follow.
     pub(super) async fn draw(&self) {
-        let _drawn = self.begin(BeginFrameParams::default()).await;
+        if self.copy_each {
+            // The cheapest copy there is; only its side effect (presenting) matters.
+            let _drawn = self.shot(ImageFormat::Jpeg { quality: 1 }).await;
+        } else {
+            let _drawn = self.begin(BeginFrameParams::default()).await;
+        }
     }
 
-    /// Draws one frame and returns its screenshot (the whole view, at the browser's frame
-    /// scale), or `None` when Chromium took none (it can fail while the renderer starts).
+    /// Draws one frame and returns its screenshot (the whole view, at its window's size
+    /// times its screen's device pixel ratio), or `None` when Chromium took none (it can
+    /// fail while the renderer starts).
     pub(super) async fn shot(&self, format: ImageFormat) -> Result<Option<Vec<u8>>> {
         let (shot_format, quality) = match format {
             ImageFormat::Png => (ScreenshotParamsFormat::Png, None),

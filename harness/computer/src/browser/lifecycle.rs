@@ -35,6 +35,11 @@ impl Browser {
         if !opts.executable.exists() {
             return Err(Error::BrowserMissing {
                 path: opts.executable.display().to_string(),
+                package: if super::frames::is_headless_shell(&opts.executable) {
+                    "chromium-headless-shell"
+                } else {
+                    "chromium"
+                },
             });
         }
         let (browser, handler, user_data_dir, pid) = spawn_chromium(&opts).await?;
@@ -55,6 +60,7 @@ impl Browser {
             refused: Mutex::new(HashMap::new()),
             navigating: Mutex::new(HashSet::new()),
             frame_turn: Arc::new(tokio::sync::Mutex::new(())),
+            screens: tokio::sync::Mutex::default(),
             opts,
         });
         let this = Self { shared };

@@ -2,6 +2,7 @@
 //! whether the main frame loads, its URL, file choosers opened, and screencast frames.
 
 use super::cdp::{SyncStream, cdp};
+use super::in_flight::{InFlight, LoadTurns};
 use crate::error::Result;
 use chromiumoxide::Page;
 use chromiumoxide::cdp::IntoEventKind;
@@ -16,7 +17,6 @@ use chromiumoxide::cdp::browser_protocol::page::{
 };
 use futures::stream::BoxStream;
 use futures::{FutureExt as _, StreamExt as _};
-use std::collections::HashSet;
 use std::sync::Arc;
 
 /// Counts requests in flight and whether the main frame is loading, from Network/Page
@@ -24,8 +24,14 @@ use std::sync::Arc;
 /// to the page can be missed.
 pub(super) struct NetWatch {
     pub(super) events: SyncStream<NetEvent>,
-    pub(super) inflight: HashSet<String>,
+    pub(super) inflight: InFlight,
+    /// Whether the main frame loads, as of the last [`drain`](Self::drain).
     pub(super) loading: bool,
+    /// Its load starts and stops read since (see [`LoadTurns`]).
+    turns: LoadTurns,
+    /// The main frame started a load (a new document, or a same-document one) since
+    /// settling last drew the frames a new document needs (see `settle`).
+    pub(super) loaded_since_warm: bool,
     pub(super) main_frame: String,
     /// The main frame's URL as of the last drained event (`None` until one arrives), so
     /// reporting `current_url` costs no round trip to the page.
@@ -41,6 +47,8 @@ pub(super) struct NetWatch {
 
 pub(super) enum NetEvent {
     Start(String),
+    /// A request that started already was redirected (same request id).
+    Redirect,
     End(String),
     FrameStart(String),
     FrameStop(String),
@@ -70,7 +78,11 @@ where
 impl NetWatch {
     pub(super) async fn new(page: &Page) -> Result<Self> {
         let a = watch(page, |e: &EventRequestWillBeSent| {
-            NetEvent::Start(e.request_id.inner().clone())
+            if e.redirect_response.is_some() {
+                NetEvent::Redirect
+            } else {
+                NetEvent::Start(e.request_id.inner().clone())
+            }
         })
         .await?;
         let b = watch(page, |e: &EventLoadingFinished| {
@@ -115,8 +127,10 @@ impl NetWatch {
             frames: SyncStream::new(frames),
             events: SyncStream::new(futures::stream::select_all([a, b, c, d, e, f, g, h])),
             choosers: Vec::new(),
-            inflight: HashSet::new(),
+            inflight: InFlight::default(),
             loading: false,
+            turns: LoadTurns::default(),
+            loaded_since_warm: false,
             main_frame: page.target_id().inner().clone(),
             url: None,
             activity: 0,
@@ -127,6 +141,7 @@ impl NetWatch {
         if matches!(
             ev,
             NetEvent::Start(_)
+                | NetEvent::Redirect
                 | NetEvent::FrameStart(_)
                 | NetEvent::Url(..)
                 | NetEvent::FileChooser { .. }
@@ -134,18 +149,15 @@ impl NetWatch {
             self.activity += 1;
         }
         match ev {
-            NetEvent::Start(id) => {
-                self.inflight.insert(id);
-            }
-            NetEvent::End(id) => {
-                self.inflight.remove(&id);
-            }
+            NetEvent::Start(id) => self.inflight.start(id),
+            NetEvent::End(id) => self.inflight.end(id),
             NetEvent::FrameStart(f) if f == self.main_frame => {
-                self.loading = true;
+                self.turns.start();
+                self.loaded_since_warm = true;
                 // A new document: requests of the old one will never report back.
                 self.inflight.clear();
             }
-            NetEvent::FrameStop(f) if f == self.main_frame => self.loading = false,
+            NetEvent::FrameStop(f) if f == self.main_frame => self.turns.stop(),
             NetEvent::Url(f, url) if f == self.main_frame => {
                 // An error page committed: the request it replaces never reports back.
                 if url.starts_with("chrome-error:") {
@@ -158,13 +170,16 @@ impl NetWatch {
         }
     }
 
+    /// Applies every event that has arrived; the main frame's loading state is resolved
+    /// from all of them together (their order is not known, see `in_flight`).
     pub(super) fn drain(&mut self) {
         while let Some(Some(ev)) = self.events.next().now_or_never() {
             self.apply(ev);
         }
+        self.loading = self.turns.resolve(self.loading);
     }
 
     pub(super) fn quiet(&self) -> bool {
-        self.inflight.is_empty() && !self.loading
+        self.inflight.is_empty() && !self.turns.loading(self.loading)
     }
 }

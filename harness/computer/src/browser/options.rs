@@ -6,16 +6,30 @@ use crate::origin::{OriginPattern, OriginPolicy};
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Debian's real binary (`/usr/bin/chromium` is a wrapper that adds flags).
-pub const DEFAULT_CHROMIUM: &str = "/usr/lib/chromium/chromium";
+/// Debian's real binary (`/usr/bin/chromium` is a wrapper that adds flags): new headless,
+/// drawing on Chromium's own 60 Hz frame clock. The default where [`HEADLESS_SHELL`] is
+/// not installed.
+pub const CHROMIUM: &str = "/usr/lib/chromium/chromium";
 
 /// Debian's old headless shell (`chromium-headless-shell`): it keeps begin-frame control,
-/// so a step's screenshot can be a frame drawn right after the action (see
-/// [`BrowserOptions::frames_on_demand`] and [`BrowserOptions::frame_scale`]). Opt-in
-/// (`CORDON_CHROMIUM` or [`BrowserOptions::executable`]): only with a frame scale equal
-/// to the sessions' model scale is its step faster than [`DEFAULT_CHROMIUM`]'s (figures
-/// in `docs/benchmarks.md`).
+/// so a step's screenshot is a frame drawn right after the action, at the model's size
+/// (see [`BrowserOptions::frames_on_demand`] and
+/// [`SessionOptions::render_at_display_scale`]). The default binary where it is installed
+/// (figures in `docs/benchmarks.md`).
 pub const HEADLESS_SHELL: &str = "/usr/lib/chromium/chromium-headless-shell";
+
+/// The binary [`BrowserOptions::default`] starts: `CORDON_CHROMIUM` when set, else
+/// [`HEADLESS_SHELL`] when it is installed, else [`CHROMIUM`].
+pub fn default_chromium() -> PathBuf {
+    if let Some(path) = std::env::var_os("CORDON_CHROMIUM") {
+        return PathBuf::from(path);
+    }
+    if std::path::Path::new(HEADLESS_SHELL).exists() {
+        PathBuf::from(HEADLESS_SHELL)
+    } else {
+        PathBuf::from(CHROMIUM)
+    }
+}
 
 /// Most pages (the session's own, tabs, popups) one session may have open at once. A page
 /// that opens windows in a loop gets its extra windows closed as they open, so it cannot
@@ -50,25 +64,16 @@ pub struct BrowserOptions {
     pub allow_private_network: bool,
     /// Draw frames only when Cordon asks (`--enable-begin-frame-control`): a step's
     /// screenshot is then the frame drawn right after the action, instead of waiting for
-    /// Chromium's next 60 Hz tick. Only the old headless shell ([`HEADLESS_SHELL`]) can;
-    /// `None` (the default) turns it on exactly when `executable` is that binary.
+    /// Chromium's next 60 Hz tick. Only the old headless shell ([`HEADLESS_SHELL`], the
+    /// default binary where installed) can; `None` (the default) turns it on exactly when
+    /// `executable` is that binary.
     pub frames_on_demand: Option<bool>,
-    /// With frames on demand: a device scale factor for Chromium to render every page at
-    /// (`--force-device-scale-factor`), e.g. `Some(0.8)` where sessions show a 1280×800
-    /// viewport as 1024×640: each frame then comes at the model's size as drawn, with no
-    /// resize here (figures in `docs/benchmarks.md`). Sessions at another scale are
-    /// captured at their own. `None` (the default): frames at the viewport's size,
-    /// resized here. Only for sessions at DPR 1: a page emulating another DPR on top of a
-    /// forced scale sees it rounded (`devicePixelRatio` 2.0000000298) and was measured to
-    /// show stale tiles.
-    pub frame_scale: Option<f64>,
 }
 
 impl Default for BrowserOptions {
     fn default() -> Self {
         Self {
-            executable: std::env::var_os("CORDON_CHROMIUM")
-                .map_or_else(|| PathBuf::from(DEFAULT_CHROMIUM), PathBuf::from),
+            executable: default_chromium(),
             request_timeout: Duration::from_secs(15),
             extra_args: Vec::new(),
             uncapped_frames: false,
@@ -76,7 +81,6 @@ impl Default for BrowserOptions {
             allow_origins: Vec::new(),
             allow_private_network: false,
             frames_on_demand: None,
-            frame_scale: None,
         }
     }
 }
@@ -125,6 +129,15 @@ pub struct SessionOptions {
     /// all for a multiple one). Empty: every file chooser is refused and nothing is
     /// uploaded. The `file-upload` gate rule still applies to clicks on file inputs.
     pub uploads: Vec<PathBuf>,
+    /// With frames on demand, at DPR 1, where the display is the viewport scaled down with
+    /// the same aspect (the default 1024×640 of 1280×800): draw the session's pages at the
+    /// display's scale, so one drawn frame is the model's image, with no re-render or
+    /// resize (see `docs/computer-use.md`, "Frames on demand"). The page then reads that
+    /// scale as its `devicePixelRatio` (0.8, as the float `0.800000011920929`); CSS
+    /// pixels, layout and input are unchanged. On by default; `false` keeps the page at
+    /// DPR 1 exactly and captures with `Page.captureScreenshot` at the display's scale
+    /// (slower: Chromium draws the page again at that scale over a few frames).
+    pub render_at_display_scale: bool,
 }
 
 impl Default for SessionOptions {
@@ -141,6 +154,7 @@ impl Default for SessionOptions {
             start_url: None,
             screencast: false,
             uploads: Vec::new(),
+            render_at_display_scale: true,
         }
     }
 }

@@ -3,7 +3,6 @@
 
 use super::cdp::cdp;
 use super::net_watch::NetWatch;
-use super::page_setup::prepare_page;
 use super::session::BrowserSession;
 use super::state::locked;
 use crate::error::Result;
@@ -42,7 +41,7 @@ impl BrowserSession {
             }
         };
         let ready = async {
-            prepare_page(&page, self.viewport, self.dpr).await?;
+            self.ready_page(&page).await?;
             NetWatch::new(&page).await
         };
         self.net = match ready.await {

@@ -9,6 +9,7 @@ use super::net_watch::NetWatch;
 use super::options::SessionOptions;
 use super::page_setup::prepare_page;
 use super::page_warden::PageWarden;
+use super::screens::{ScreenPlace, draws_at_display_scale, move_window, screen_for};
 use super::state::locked;
 use crate::display::{Scaler, Size};
 use crate::error::{ActionError, Error, Result};
@@ -49,9 +50,13 @@ pub struct BrowserSession {
     /// The session's pages draw only when asked (begin-frame control, see `frames`); its
     /// popups inherit that from their opener.
     pub(super) on_demand: bool,
-    /// With `on_demand`: the size of a drawn frame (the viewport at the browser's frame
-    /// scale); a capture of the whole viewport at this size is one drawn frame.
+    /// With `on_demand`: the size of a drawn frame (the viewport, or the display where the
+    /// session has a screen at its scale); a capture of the whole viewport at this size is
+    /// one drawn frame.
     pub(super) frame_size: Size,
+    /// The screen the session's windows are on when its pages draw at the display's scale
+    /// (see `screens`); `None`: the default screen, at `dpr`.
+    pub(super) screen: Option<ScreenPlace>,
     /// With `on_demand`: the page's network activity count when a frame was last drawn.
     /// Chromium drops input to a document that has drawn no frame yet, so input first
     /// draws one when the page has loaded or fetched since (see `run_inner`).
@@ -186,10 +191,30 @@ impl Browser {
         target.browser_context_id = Some(context.clone());
         target.enable_begin_frame_control = on_demand.then_some(true);
         let page = browser.new_page(target).await.map_err(cdp)?;
-        drop(browser);
-        prepare_page(&page, opts.viewport, opts.dpr).await?;
-        let net = NetWatch::new(&page).await?;
         let display = opts.display.resolve(opts.viewport);
+        let at_display_scale = draws_at_display_scale(
+            on_demand,
+            opts.render_at_display_scale,
+            opts.dpr,
+            opts.viewport,
+            display,
+        );
+        let screen = match at_display_scale {
+            true => Some(
+                screen_for(
+                    &self.shared.screens,
+                    generation,
+                    &page,
+                    opts.viewport,
+                    display,
+                )
+                .await?,
+            ),
+            false => None,
+        };
+        drop(browser);
+        ready_page(self, &page, opts.viewport, opts.dpr, screen).await?;
+        let net = NetWatch::new(&page).await?;
         let mut session = BrowserSession {
             browser: self.clone(),
             id,
@@ -209,7 +234,12 @@ impl Browser {
             screencast: opts.screencast,
             on_demand,
             drawn_activity: u64::MAX,
-            frame_size: frame_size(opts.viewport, self.shared.opts.frame_scale.unwrap_or(1.0)),
+            frame_size: if screen.is_some() {
+                display
+            } else {
+                opts.viewport
+            },
+            screen,
             buttons: 0,
             needs_frame: false,
             scroll_hint: None,
@@ -242,16 +272,41 @@ impl Browser {
     }
 }
 
-/// A frame's size at `scale` (Chromium rounds each side to whole pixels).
-fn frame_size(viewport: Size, scale: f64) -> Size {
-    // `as` saturates; `scale` was checked at launch (finite, positive).
-    let side = |css: u32| (f64::from(css) * scale).round() as u32;
-    Size::new(side(viewport.width), side(viewport.height))
+/// Sets a session's page up (its own or a popup it follows): its window onto the session's
+/// screen where it has one, then its viewport, DPR and scripts (`prepare_page`). On a
+/// screen the page is not given a DPR: it draws at the screen's (an emulated one would be
+/// composed with the screen's and read back rounded).
+async fn ready_page(
+    browser: &Browser,
+    page: &Page,
+    viewport: Size,
+    dpr: f64,
+    screen: Option<ScreenPlace>,
+) -> Result<()> {
+    if let Some(place) = screen {
+        let chromium = browser.shared.browser.read().await;
+        move_window(&chromium, page, place).await?;
+    }
+    // `Emulation.setDeviceMetricsOverride` takes 0 as "no override".
+    let emulated = if screen.is_some() { 0.0 } else { dpr };
+    prepare_page(page, viewport, emulated).await
 }
 
 impl BrowserSession {
     pub fn page(&self) -> &Page {
         &self.page
+    }
+
+    /// Sets up a page the session takes over (a popup or tab): onto the session's screen,
+    /// with its viewport and DPR (see `ready_page`).
+    pub(super) async fn ready_page(&self, page: &Page) -> Result<()> {
+        ready_page(&self.browser, page, self.viewport, self.dpr, self.screen).await
+    }
+
+    /// Moves the window of the session's page to `place`.
+    pub(super) async fn move_window_to(&self, place: ScreenPlace) -> Result<()> {
+        let chromium = self.browser.shared.browser.read().await;
+        move_window(&chromium, &self.page, place).await
     }
 
     /// The page to draw frames on while waiting, where the session's pages draw only when
@@ -261,6 +316,7 @@ impl BrowserSession {
             FrameDriver::new(
                 self.page.clone(),
                 Arc::clone(&self.browser.shared.frame_turn),
+                self.screen.is_some(),
             )
         })
     }

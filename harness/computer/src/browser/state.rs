@@ -3,6 +3,7 @@
 //! and the navigations the request guard refused.
 
 use super::options::BrowserOptions;
+use super::screens::Screens;
 use crate::origin::OriginPolicy;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -35,6 +36,9 @@ pub(super) struct Shared {
     /// (and its renderers crash) when frames of two pages are drawn at once (measured
     /// with two to eight pages; see `frames`), so frames are drawn one at a time.
     pub(super) frame_turn: Arc<tokio::sync::Mutex<()>>,
+    /// With frames on demand: the screens added for sessions drawn at their display's
+    /// scale (see `screens`).
+    pub(super) screens: tokio::sync::Mutex<Screens>,
     pub(super) opts: BrowserOptions,
 }
 
