@@ -174,7 +174,12 @@ def scenario_errors(base):
     check_error(http.post("/v1/approvals/appr_nope", json={"decision": "approve"}), 404, "not_found")
     check_error(http.post("/v1/approvals/appr_nope", json={"decision": "maybe"}), 422, "invalid_request")
     check_error(http.get("/v1/nothing"), 404, "route_not_found")
-    check_error(http.put("/v1/sandboxes", json={}), 405, "method_not_allowed")
+    # Refused with its body unread: the answer says the connection closes, so the next
+    # request goes on a new one instead of one the server is closing.
+    refused = http.put("/v1/sandboxes", json={})
+    check_error(refused, 405, "method_not_allowed")
+    assert refused.headers.get("connection") == "close", refused.headers
+    assert http.get("/v1/health").status_code == 200
     execution, _ = run_to_end(http, sandbox, "1")
     check_error(
         http.get(f"/v1/executions/{execution}/events", headers={"Last-Event-ID": "abc"}),

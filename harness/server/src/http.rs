@@ -45,6 +45,7 @@ mod sandboxes;
 mod server;
 mod session;
 mod transitions;
+mod unread_body;
 
 pub use crate::workspace_budget::{DEFAULT_MAX_SANDBOXES, DEFAULT_MAX_WORKSPACE_BYTES_TOTAL};
 pub use gateway_setup::{GatewaySetup, parse_duration};

@@ -49,6 +49,13 @@ impl BrowserSession {
                 .await?;
             }
         }
+        self.forget_step_state();
+        Ok(())
+    }
+
+    /// Starts the session's per-step state fresh (buttons held, settle state, notes,
+    /// refused navigations, network events read so far), as for a session just opened.
+    pub(super) fn forget_step_state(&mut self) {
         locked(&self.browser.shared.refused).remove(&self.id);
         self.notes.clear();
         self.buttons = 0;
@@ -60,6 +67,5 @@ impl BrowserSession {
         self.settle_end = SettleEnd::Quiet;
         self.drawn_activity = u64::MAX;
         self.net.drain();
-        Ok(())
     }
 }

@@ -6,10 +6,8 @@
 
 use super::cdp::cdp;
 use super::session::BrowserSession;
-use super::state::locked;
 use crate::error::{ActionError, Error, Result};
 use crate::op::Op;
-use crate::step::SettleEnd;
 use chromiumoxide::cdp::browser_protocol::page::{
     GetNavigationHistoryParams, ResetNavigationHistoryParams,
 };
@@ -104,17 +102,7 @@ impl BrowserSession {
             .execute(ResetNavigationHistoryParams::default())
             .await
             .map_err(cdp)?;
-        locked(&self.browser.shared.refused).remove(&self.id);
-        self.notes.clear();
-        self.buttons = 0;
-        self.needs_frame = false;
-        self.scroll_hint = None;
-        self.deferred_turn = false;
-        self.ambient = false;
-        self.settle_deadline = None;
-        self.settle_end = SettleEnd::Quiet;
-        self.drawn_activity = u64::MAX;
-        self.net.drain();
+        self.forget_step_state();
         self.run_inner(&Op::Navigate {
             url: url.to_owned(),
         })

@@ -24,6 +24,7 @@ use super::live_sandboxes::LiveSandboxes;
 use super::openapi::openapi;
 use super::options::HttpOptions;
 use super::replica::Replica;
+use super::unread_body::close_after_refusal;
 use super::{
     approvals, computers, executions, files, gateway, gateway_gemini, inert, sandboxes, session,
 };
@@ -213,6 +214,8 @@ impl HttpApi {
             // Outermost: a request naming another host or coming from another site's page
             // is refused before authentication and before its body is read.
             .layer(middleware::from_fn_with_state(guard, guard_requests))
+            // Around every refusal that leaves a body unread (the guard's included).
+            .layer(middleware::from_fn(close_after_refusal))
             // Around everything, refusals included: no response is read as another type.
             .layer(middleware::map_response(inert::nosniff))
             .layer(middleware::map_response_with_state(
