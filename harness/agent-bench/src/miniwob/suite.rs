@@ -14,20 +14,40 @@ use crate::task::{Suite, SuiteSource, Task, TaskDir, TaskEntry};
 /// The suite's name on the command line (`miniwob` or `miniwob:TASK,…`).
 pub const SUITE: &str = "miniwob";
 
-/// The seed and start, as `miniwob/selenium_instance.py` `begin_task` does after the page
-/// loaded (its `set_seed`, `set_mode`, `core.startEpisodeReal()`, the wait on
-/// `WOB_TASK_READY` of up to 20 × 50 ms). The wait for `core.cover_div` makes sure the
-/// page's own `onload` (`core.startEpisode()`) ran first and will not cover the episode.
-const RESET: &str = "return (async () => {
-  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+/// The wait both resets start with: the page loaded and MiniWoB++'s own `onload`
+/// (`core.startEpisode()`, which builds `core.cover_div`) run.
+macro_rules! wait_for_the_page {
+    () => {
+        "  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
   for (let i = 0; i < 500 && !(document.readyState === 'complete' && window.core && core.cover_div); i++) await sleep(10);
   if (!(window.core && core.cover_div)) throw new Error('the MiniWoB++ page did not load');
-  Math.seedrandom(seed);
+"
+    };
+}
+
+/// The seed and start both resets end with, then the wait on `WOB_TASK_READY` of up to
+/// 20 × 50 ms, as MiniWoB++'s `begin_task`.
+macro_rules! seed_and_start {
+    () => {
+        "  Math.seedrandom(seed);
   core.setDataMode('train');
   core.startEpisodeReal();
   for (let i = 0; i < 20 && !WOB_TASK_READY; i++) await sleep(50);
   if (!WOB_TASK_READY) throw new Error('the MiniWoB++ task did not become ready');
-})();";
+"
+    };
+}
+
+/// The seed and start, as `miniwob/selenium_instance.py` `begin_task` does after the page
+/// loaded (its `set_seed`, `set_mode`, `core.startEpisodeReal()`, the wait on
+/// `WOB_TASK_READY` of up to 20 × 50 ms). The wait for `core.cover_div` makes sure the
+/// page's own `onload` (`core.startEpisode()`) ran first and will not cover the episode.
+const RESET: &str = concat!(
+    "return (async () => {\n",
+    wait_for_the_page!(),
+    seed_and_start!(),
+    "})();"
+);
 
 /// The next episode on the page an earlier one left, as MiniWoB++'s Python instance resets
 /// (`reset`: `force_stop`'s `core.endEpisode(0)`, then `begin_task`), so the page is not
@@ -38,32 +58,29 @@ const RESET: &str = "return (async () => {
 /// DOM-reference marks on elements outside the rebuilt task area, and the focus.
 /// `core.startEpisodeReal` itself rebuilds the task area (`genProblem`), clears the text
 /// selection and the click canvas, and scrolls the page to the top.
-const RESET_IN_PLACE: &str = "return (async () => {
-  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-  for (let i = 0; i < 500 && !(document.readyState === 'complete' && window.core && core.cover_div); i++) await sleep(10);
-  if (!(window.core && core.cover_div)) throw new Error('the MiniWoB++ page is not loaded');
-  core.endEpisode(0);
-  core.wob_latest = '-';
-  core.wob_scores = [];
-  WOB_EPISODE_ID = 0;
-  document.getElementById('episode-id').textContent = '0';
-  for (const id of ['reward-last', 'reward-avg']) {
-    const shown = document.getElementById(id);
-    shown.removeAttribute('style');
-    shown.textContent = '-';
-  }
-  for (const e of document.querySelectorAll('[data-tampered], [data-wob_ref], [data-wob_eps]')) {
-    delete e.dataset.tampered;
-    delete e.dataset.wob_ref;
-    delete e.dataset.wob_eps;
-  }
-  if (document.activeElement) document.activeElement.blur();
-  Math.seedrandom(seed);
-  core.setDataMode('train');
-  core.startEpisodeReal();
-  for (let i = 0; i < 20 && !WOB_TASK_READY; i++) await sleep(50);
-  if (!WOB_TASK_READY) throw new Error('the MiniWoB++ task did not become ready');
-})();";
+const RESET_IN_PLACE: &str = concat!(
+    "return (async () => {\n",
+    wait_for_the_page!(),
+    "  core.endEpisode(0);\n\
+  core.wob_latest = '-';\n\
+  core.wob_scores = [];\n\
+  WOB_EPISODE_ID = 0;\n\
+  document.getElementById('episode-id').textContent = '0';\n\
+  for (const id of ['reward-last', 'reward-avg']) {\n\
+    const shown = document.getElementById(id);\n\
+    shown.removeAttribute('style');\n\
+    shown.textContent = '-';\n\
+  }\n\
+  for (const e of document.querySelectorAll('[data-tampered], [data-wob_ref], [data-wob_eps]')) {\n\
+    delete e.dataset.tampered;\n\
+    delete e.dataset.wob_ref;\n\
+    delete e.dataset.wob_eps;\n\
+  }\n\
+  if (document.activeElement) document.activeElement.blur();\n\
+",
+    seed_and_start!(),
+    "})();"
+);
 
 /// Task types whose page keeps something of the last episode that `genProblem` does not
 /// rebuild and a fresh load does not show: these load their page for every episode.
