@@ -19,6 +19,22 @@ use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
 pub(super) const MOTION_JS: &str = r#"(() => {
   if (Object.getOwnPropertyDescriptor(window, '__cordonMotion')) return;
   let last = performance.now(), n = 0;
+  // Animation-frame callbacks not run yet: on a page that draws only when asked they run
+  // only in a frame drawn for them.
+  const pending = new Set();
+  const request = window.requestAnimationFrame, cancel = window.cancelAnimationFrame;
+  if (typeof request === 'function' && typeof cancel === 'function') {
+    window.requestAnimationFrame = function requestAnimationFrame(callback) {
+      if (typeof callback !== 'function') return request.call(window, callback);
+      const id = request.call(window, (time) => { pending.delete(id); return callback(time); });
+      pending.add(id);
+      return id;
+    };
+    window.cancelAnimationFrame = function cancelAnimationFrame(id) {
+      pending.delete(id);
+      return cancel.call(window, id);
+    };
+  }
   new MutationObserver(() => { last = performance.now(); n++; })
     .observe(document, {attributes: true, childList: true, subtree: true, characterData: true});
   Object.defineProperty(window, '__cordonMotion', { value: () => {
@@ -29,7 +45,7 @@ pub(super) const MOTION_JS: &str = r#"(() => {
       if (!isFinite(t.endTime) || t.localTime == null) continue;
       wait = Math.max(wait, (t.endTime - t.localTime) / Math.abs(a.playbackRate || 1));
     }
-    return [performance.now() - last, n, wait];
+    return [performance.now() - last, n, wait, pending.size];
   }});
 })()"#;
 

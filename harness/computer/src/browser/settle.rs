@@ -251,12 +251,25 @@ impl BrowserSession {
             // the capture's frame: draw one, so motion driven by animation frames shows.
             // An animation running in the captured frame may end in that one (its clock
             // jumps to the frame's time), so it is read before as well.
+            // Nothing to draw for when no animation runs and no frame callback waits:
+            // the frame would change nothing, and it costs a copy on a screen of the
+            // session's own (see `frames`).
             let mut animating = false;
+            let mut reading = None;
             if let Some(driver) = self.frame_driver() {
-                animating = self.motion().await.is_some_and(|(_, _, wait)| wait > 0.0);
-                driver.draw().await;
+                let before = self.motion().await;
+                animating = before.is_some_and(|(_, _, wait, _)| wait > 0.0);
+                let frame_work = before.is_none_or(|(_, _, _, frames)| frames > 0.0);
+                if animating || frame_work {
+                    driver.draw().await;
+                } else {
+                    reading = before;
+                }
             }
-            let Some((since, _, mut wait)) = self.motion().await else {
+            if reading.is_none() {
+                reading = self.motion().await;
+            }
+            let Some((since, _, mut wait, _)) = reading else {
                 return Ok(image);
             };
             if animating {
@@ -297,7 +310,7 @@ impl BrowserSession {
                     break;
                 }
                 match self.motion().await {
-                    Some((s, _, w)) => (since, wait) = (s, w),
+                    Some((s, _, w, _)) => (since, wait) = (s, w),
                     None => break,
                 }
             }
@@ -320,7 +333,9 @@ impl BrowserSession {
 
     /// The page's motion reading (see [`MOTION_JS`](super::page_setup::MOTION_JS)); `None` where there is none (no
     /// document of ours, an error page, a script that broke it).
-    async fn motion(&mut self) -> Option<(f64, f64, f64)> {
+    /// `(ms since the DOM last changed, changes, ms of finite animation left, animation
+    /// frame callbacks waiting)`.
+    async fn motion(&mut self) -> Option<(f64, f64, f64, f64)> {
         let v = eval_on(
             self.page.clone(),
             "window.__cordonMotion ? window.__cordonMotion() : null".into(),
@@ -333,7 +348,10 @@ impl BrowserSession {
             a.get(1)?.as_f64()?,
             a.get(2)?.as_f64()?,
         );
-        (since.is_finite() && wait.is_finite()).then_some((since, n, wait))
+        // A page whose reading lacks the count (a document from before this script) may
+        // have frame callbacks waiting.
+        let frames = a.get(3).and_then(serde_json::Value::as_f64).unwrap_or(1.0);
+        (since.is_finite() && wait.is_finite()).then_some((since, n, wait, frames))
     }
 
     async fn capture_after_settle(
