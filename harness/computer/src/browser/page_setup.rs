@@ -14,11 +14,15 @@ use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
 
 /// Installed in every document of a session's pages before the page's own scripts: counts
 /// DOM mutations, and answers `[ms since the last mutation, mutations, ms until the
-/// running finite animations and transitions end]`. Endless animations are left out:
-/// waiting for them is pointless.
+/// running finite animations and transitions end, animation-frame callbacks waiting,
+/// motion timers waiting]`. Endless animations are left out: waiting for them is
+/// pointless. A motion timer is a short one that changes the DOM (see the script); short
+/// means it can fire within the quiet time settling asks for (`STABLE_QUIET_MS`, 50 ms):
+/// after a longer one the page has already been still long enough.
 pub(super) const MOTION_JS: &str = r#"(() => {
   if (Object.getOwnPropertyDescriptor(window, '__cordonMotion')) return;
   let last = performance.now(), n = 0;
+  const SHORT_TIMER_MS = 50;
   // Animation-frame callbacks not run yet: on a page that draws only when asked they run
   // only in a frame drawn for them.
   const pending = new Set();
@@ -35,8 +39,44 @@ pub(super) const MOTION_JS: &str = r#"(() => {
       return cancel.call(window, id);
     };
   }
-  new MutationObserver(() => { last = performance.now(); n++; })
-    .observe(document, {attributes: true, childList: true, subtree: true, characterData: true});
+  const observer = new MutationObserver(() => { last = performance.now(); n++; });
+  observer.observe(document, {attributes: true, childList: true, subtree: true, characterData: true});
+  // Whether the DOM changed in the running task (records not delivered yet) or just now.
+  const changedJustNow = () => {
+    if (observer.takeRecords().length) { last = performance.now(); n++; }
+    return performance.now() - last < 2;
+  };
+  // Short timers that drive motion, not run or cleared yet: a timeout (delay of at most
+  // SHORT_TIMER_MS) set by a task that had just changed the DOM, as the next tick of a
+  // script animation is; an interval whose last run changed the DOM. A tick may come
+  // after a capture that was quicker than it. Timers that change nothing (a counter, a
+  // poll) are not counted, so they never hold a step.
+  const timers = new Set();
+  const setT = window.setTimeout, setI = window.setInterval;
+  const clearT = window.clearTimeout, clearI = window.clearInterval;
+  const short = (delay) => !(Number(delay) > SHORT_TIMER_MS);
+  if ([setT, setI, clearT, clearI].every((f) => typeof f === 'function')) {
+    window.setTimeout = function setTimeout(handler, delay, ...args) {
+      if (typeof handler !== 'function' || !short(delay) || !changedJustNow()) {
+        return setT.call(window, handler, delay, ...args);
+      }
+      const id = setT.call(window, function () { timers.delete(id); return handler.apply(this, arguments); }, delay, ...args);
+      timers.add(id);
+      return id;
+    };
+    window.setInterval = function setInterval(handler, delay, ...args) {
+      if (typeof handler !== 'function' || !short(delay)) return setI.call(window, handler, delay, ...args);
+      const id = setI.call(window, function () {
+        try { return handler.apply(this, arguments); } finally {
+          if (changedJustNow()) timers.add(id); else timers.delete(id);
+        }
+      }, delay, ...args);
+      return id;
+    };
+    // Timeouts and intervals share their ids: either call clears either.
+    window.clearTimeout = function clearTimeout(id) { timers.delete(id); return clearT.call(window, id); };
+    window.clearInterval = function clearInterval(id) { timers.delete(id); return clearI.call(window, id); };
+  }
   Object.defineProperty(window, '__cordonMotion', { value: () => {
     let wait = 0;
     for (const a of document.getAnimations()) {
@@ -45,7 +85,7 @@ pub(super) const MOTION_JS: &str = r#"(() => {
       if (!isFinite(t.endTime) || t.localTime == null) continue;
       wait = Math.max(wait, (t.endTime - t.localTime) / Math.abs(a.playbackRate || 1));
     }
-    return [performance.now() - last, n, wait, pending.size];
+    return [performance.now() - last, n, wait, pending.size, timers.size];
   }});
 })()"#;
 

@@ -25,6 +25,29 @@ pub(super) const AMBIENT_WAIT: Duration = Duration::from_millis(300);
 /// 13 ms tick of jQuery-style animations.
 const STABLE_QUIET_MS: f64 = 50.0;
 
+/// One reading of the page's motion script.
+#[derive(Clone, Copy, Debug)]
+struct Motion {
+    /// Milliseconds since the DOM last changed.
+    since_change_ms: f64,
+    /// Milliseconds until the running finite animations and transitions end.
+    animation_left_ms: f64,
+    /// `requestAnimationFrame` callbacks not run yet.
+    frame_callbacks: f64,
+    /// Timers that drive script motion, not run yet (intervals until cleared): short
+    /// ones (they can fire within [`STABLE_QUIET_MS`]) that change the DOM.
+    motion_timers: f64,
+}
+
+impl Motion {
+    /// Whether the DOM changed recently and a timer may change it again before the page
+    /// has been still for [`STABLE_QUIET_MS`]: script motion ticking on timers, whose
+    /// next tick may come after a capture that was quicker than the tick.
+    fn ticking(&self) -> bool {
+        self.motion_timers > 0.0 && self.since_change_ms < STABLE_QUIET_MS
+    }
+}
+
 /// The visual viewport's scroll offset as `[x, y]`, read in the page (see `scroll_offset`).
 macro_rules! scroll_offset_js {
     () => {
@@ -258,8 +281,8 @@ impl BrowserSession {
             let mut reading = None;
             if let Some(driver) = self.frame_driver() {
                 let before = self.motion().await;
-                animating = before.is_some_and(|(_, _, wait, _)| wait > 0.0);
-                let frame_work = before.is_none_or(|(_, _, _, frames)| frames > 0.0);
+                animating = before.is_some_and(|m| m.animation_left_ms > 0.0);
+                let frame_work = before.is_none_or(|m| m.frame_callbacks > 0.0);
                 if animating || frame_work {
                     driver.draw().await;
                 } else {
@@ -269,16 +292,17 @@ impl BrowserSession {
             if reading.is_none() {
                 reading = self.motion().await;
             }
-            let Some((since, _, mut wait, _)) = reading else {
+            let Some(reading) = reading else {
                 return Ok(image);
             };
+            let (since, mut wait) = (reading.since_change_ms, reading.animation_left_ms);
             if animating {
                 // Not settled: wait (below) at least one frame, then capture again.
                 wait = wait.max(1.0);
             }
             // A change within the capture's own time may postdate its frame.
             let elapsed = requested.elapsed().as_secs_f64() * 1000.0;
-            if since + 2.0 >= elapsed && wait <= 0.0 {
+            if since + 2.0 >= elapsed && wait <= 0.0 && !reading.ticking() {
                 return Ok(image);
             }
             let now = tokio::time::Instant::now();
@@ -310,7 +334,7 @@ impl BrowserSession {
                     break;
                 }
                 match self.motion().await {
-                    Some((s, _, w, _)) => (since, wait) = (s, w),
+                    Some(m) => (since, wait) = (m.since_change_ms, m.animation_left_ms),
                     None => break,
                 }
             }
@@ -331,11 +355,9 @@ impl BrowserSession {
         }
     }
 
-    /// The page's motion reading (see [`MOTION_JS`](super::page_setup::MOTION_JS)); `None` where there is none (no
-    /// document of ours, an error page, a script that broke it).
-    /// `(ms since the DOM last changed, changes, ms of finite animation left, animation
-    /// frame callbacks waiting)`.
-    async fn motion(&mut self) -> Option<(f64, f64, f64, f64)> {
+    /// The page's motion reading (see [`MOTION_JS`](super::page_setup::MOTION_JS)); `None`
+    /// where there is none (no document of ours, an error page, a script that broke it).
+    async fn motion(&mut self) -> Option<Motion> {
         let v = eval_on(
             self.page.clone(),
             "window.__cordonMotion ? window.__cordonMotion() : null".into(),
@@ -343,15 +365,20 @@ impl BrowserSession {
         .await
         .ok()?;
         let a = v.as_array()?;
-        let (since, n, wait) = (
-            a.first()?.as_f64()?,
-            a.get(1)?.as_f64()?,
-            a.get(2)?.as_f64()?,
-        );
-        // A page whose reading lacks the count (a document from before this script) may
-        // have frame callbacks waiting.
-        let frames = a.get(3).and_then(serde_json::Value::as_f64).unwrap_or(1.0);
-        (since.is_finite() && wait.is_finite()).then_some((since, n, wait, frames))
+        let (since, wait) = (a.first()?.as_f64()?, a.get(2)?.as_f64()?);
+        // A document from before this script's last change lacks the counts: it may
+        // have frame callbacks waiting, and is taken to have no motion timers.
+        let count = |i: usize, absent: f64| {
+            a.get(i)
+                .and_then(serde_json::Value::as_f64)
+                .unwrap_or(absent)
+        };
+        (since.is_finite() && wait.is_finite()).then(|| Motion {
+            since_change_ms: since,
+            animation_left_ms: wait,
+            frame_callbacks: count(3, 1.0),
+            motion_timers: count(4, 0.0),
+        })
     }
 
     async fn capture_after_settle(

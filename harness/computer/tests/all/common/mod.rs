@@ -196,7 +196,7 @@ fn route(
         ),
         // Motion after a click on the left half (x < 640): a 400 ms CSS transition of the
         // page from red to blue; on the right half, a 400 ms script animation (a timer
-        // moving a green bar across, then painting it blue).
+        // moving a green bar across in 30 ms ticks, slower than a step, then painting it blue).
         "/motion" => html(
             "<!doctype html><html><head><title>motion</title><style>\
              body{margin:0;height:100vh;background:rgb(255,0,0);transition:background-color 400ms linear}\
@@ -205,7 +205,7 @@ fn route(
              document.body.onclick = e => { if (e.clientX < 640) { document.body.className = 'done'; return; }\
                const bar = document.getElementById('bar'), t0 = performance.now();\
                const tick = () => { const p = Math.min(1, (performance.now() - t0) / 400);\
-                 bar.style.left = (p * 1180) + 'px'; if (p < 1) setTimeout(tick, 13); else bar.style.background = 'rgb(0,0,255)'; };\
+                 bar.style.left = (p * 1180) + 'px'; if (p < 1) setTimeout(tick, 30); else bar.style.background = 'rgb(0,0,255)'; };\
                tick(); };\
              </script></body></html>"
                 .into(),
