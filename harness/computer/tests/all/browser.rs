@@ -395,6 +395,43 @@ async fn the_session_follows_a_popup_like_a_new_tab() {
     .await;
 }
 
+/// A popup is followed and settled on once its page shows, however far its load got
+/// before the session watched it: loaded already (a local page usually has), still
+/// loading, an `about:blank` its opener wrote into, a blank window its opener navigates
+/// later. None of them holds the step to the settle cap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_kind_of_popup_settles_on_its_page() {
+    let server = PageServer::start(None).await;
+    let shown = server.url("/shown");
+    let late = server.url("/late-shown");
+    // A document written into with `document.open` takes its opener's URL.
+    let opener = server.url("/popup-kinds");
+    // (model x of the button, the popup's colour, its URL)
+    let kinds = [
+        (80, [0, 160, 0], shown.as_str()),
+        (240, [0, 0, 255], late.as_str()),
+        (400, [255, 160, 0], opener.as_str()),
+        (560, [0, 160, 0], shown.as_str()),
+    ];
+    with_browser(|browser| async move {
+        for (x, colour, url) in kinds {
+            let opts = page_opts(1.0, server.url("/popup-kinds"));
+            let mut c = computer(&browser, opts, Rules::allow_all()).await;
+            let r = ok_step(
+                &mut c,
+                Vendor::Anthropic,
+                json!({"action": "left_click", "coordinate": [x, 40]}),
+            )
+            .await;
+            assert!(r.settled, "button at {x}: {:?}", r.settle);
+            assert_eq!(r.current_url.as_deref(), Some(url), "button at {x}");
+            assert_eq!(Shot::of(&r).pixel(500, 400), colour, "button at {x}");
+            c.into_backend().close().await.unwrap();
+        }
+    })
+    .await;
+}
+
 /// A session's futures are `Send`, so sessions can run on every worker thread of a
 /// multi-threaded runtime (checked at compile time; nothing runs).
 #[test]

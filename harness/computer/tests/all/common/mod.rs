@@ -45,7 +45,7 @@ impl PageServer {
                     let line = req.lines().next().unwrap_or("").to_owned();
                     h.lock().unwrap().push(line.clone());
                     let path = line.split_whitespace().nth(1).unwrap_or("/").to_owned();
-                    if path == "/late" {
+                    if path == "/late" || path == "/late-shown" {
                         // Slower than a capture, so a step that does not wait for it shows
                         // the page before its result.
                         tokio::time::sleep(std::time::Duration::from_millis(400)).await;
@@ -145,6 +145,28 @@ fn route(
         "/popup-self" => html(
             "<!doctype html><html><head><title>opener</title></head><body style='margin:0'>\
              <button style='position:absolute;left:0;top:0;width:200px;height:100px' onclick='window.open(\"/targets\")'>Open</button></body></html>"
+                .into(),
+        ),
+        // Four ways a page opens a popup, each a 200×100 button along the top: a page that
+        // loads at once, one answered after 400 ms, an `about:blank` written into, a blank
+        // window navigated 100 ms later.
+        "/popup-kinds" => html(
+            "<!doctype html><html><head><title>popups</title><style>\
+             button{position:absolute;top:0;width:200px;height:100px}</style></head><body style='margin:0'>\
+             <button style='left:0' onclick='window.open(\"/shown\")'>now</button>\
+             <button style='left:200px' onclick='window.open(\"/late-shown\")'>late</button>\
+             <button style='left:400px' onclick='const w = window.open(); \
+               w.document.write(\"<body style=margin:0;background:rgb(255,160,0)>written</body>\"); w.document.close()'>written</button>\
+             <button style='left:600px' onclick='const w = window.open(); setTimeout(() => w.location = \"/shown\", 100)'>later</button>\
+             </body></html>"
+                .into(),
+        ),
+        "/shown" => html(
+            "<!doctype html><title>shown</title><body style='margin:0;height:100vh;background:rgb(0,160,0)'>shown</body>"
+                .into(),
+        ),
+        "/late-shown" => html(
+            "<!doctype html><title>late</title><body style='margin:0;height:100vh;background:rgb(0,0,255)'>late</body>"
                 .into(),
         ),
         "/redirect" => ("302 Found", "text/plain", String::new(), format!("Location: http://{other}/redirected\r\n")),
