@@ -99,6 +99,9 @@ pub struct RunOptions {
     pub resume: bool,
     /// Run the episodes on these Cordon servers (`/v1/envs`) instead of a local browser.
     pub remote: Option<Arc<RemoteServers>>,
+    /// The caller's own settings, recorded in `run.json` as `settings` (a command line
+    /// reads them back to resume the run as it was started).
+    pub settings: serde_json::Value,
 }
 
 impl RunOptions {
@@ -111,6 +114,7 @@ impl RunOptions {
             progress_bar: std::io::stderr().is_terminal(),
             resume: false,
             remote: None,
+            settings: serde_json::Value::Null,
         }
     }
 
@@ -133,6 +137,12 @@ impl RunOptions {
     /// Spreads the episodes over these servers (see [`RemoteServers`]).
     pub fn remote(mut self, servers: Option<Arc<RemoteServers>>) -> Self {
         self.remote = servers;
+        self
+    }
+
+    /// Recorded in `run.json` as `settings`.
+    pub fn settings(mut self, settings: serde_json::Value) -> Self {
+        self.settings = settings;
         self
     }
 

@@ -56,6 +56,7 @@ pub async fn run_suite(
         .map_err(|e| BenchError::io(format!("creating {}", episodes_dir.display()), e))?;
     let run_meta = serde_json::json!({
         "suite": suite.name, "policy": policy_name(&options.policy), "dpr": options.dpr,
+        "settings": options.settings,
     });
     write_json(&options.out.join("run.json"), &run_meta)?;
     let root = match &suite.source {

@@ -2,6 +2,7 @@
 //! `report.html` (docs/bench.md).
 
 mod policies;
+mod settings;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -15,6 +16,7 @@ use cordon_agent_bench::task::{Suite, SuiteSource};
 use cordon_computer::browser::BrowserOptions;
 
 use policies::{ComputerTool, ExternalPolicy, SafetyChecks, UpstreamPolicy};
+use settings::RunSettings;
 
 /// Who chooses the actions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -71,8 +73,10 @@ pub struct BenchArgs {
     /// The run directory (created): results.json, report.html, episodes/<id>/.
     #[arg(long, value_name = "RUN_DIR")]
     out: Option<PathBuf>,
-    /// Continue a run: episodes already recorded in RUN_DIR are kept, the others run. The
-    /// suite and policy default to the run's own.
+    /// Continue a run: episodes already recorded in RUN_DIR are kept, the others run. What
+    /// this command line leaves out is the run's own: suite, policy, DPR, seeds, tasks,
+    /// remote servers, upstream, model, computer tool, zoom, safety checks (the token
+    /// and the upstream key come from the environment again).
     #[arg(long, value_name = "RUN_DIR", conflicts_with = "out")]
     resume: Option<PathBuf>,
     /// Episodes at once (each an isolated browser context or sandbox).
@@ -88,24 +92,20 @@ pub struct BenchArgs {
     /// `gemini=URL` (its key in CORDON_UPSTREAM_KEY).
     #[arg(long, value_name = "API=URL")]
     upstream: Option<String>,
-    /// The model name sent upstream.
-    #[arg(long, default_value = "claude-sonnet-4-5", value_name = "NAME")]
-    model: String,
-    /// Anthropic's computer tool for `--policy upstream`.
-    #[arg(
-        long,
-        value_enum,
-        default_value = "computer_20251124",
-        value_name = "TYPE"
-    )]
-    computer_tool: ComputerTool,
+    /// The model name sent upstream [default: claude-sonnet-4-5].
+    #[arg(long, value_name = "NAME")]
+    model: Option<String>,
+    /// Anthropic's computer tool for `--policy upstream` [default: computer_20251124].
+    #[arg(long, value_enum, value_name = "TYPE")]
+    computer_tool: Option<ComputerTool>,
     /// Offer Anthropic's `zoom` action (`enable_zoom`, or `configs.zoom` of the toolset).
     #[arg(long)]
     enable_zoom: bool,
     /// How an unattended run answers the model's vendor safety checks (OpenAI
-    /// `pending_safety_checks`, Gemini `require_confirmation`): `deny` ends the episode.
-    #[arg(long, value_enum, default_value = "deny", value_name = "approve|deny")]
-    safety_checks: SafetyChecks,
+    /// `pending_safety_checks`, Gemini `require_confirmation`): `deny` (the default) ends
+    /// the episode.
+    #[arg(long, value_enum, value_name = "approve|deny")]
+    safety_checks: Option<SafetyChecks>,
     /// Run the web episodes on this Cordon server (`cordon serve`) through its `/v1/envs`
     /// API instead of a local browser (repeatable: the episodes are spread over the
     /// servers, each to the one with the fewest of the run's episodes in flight). A server
@@ -169,7 +169,7 @@ fn print_tasks(suite: &Suite) {
     }
 }
 
-pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
+pub async fn run(mut args: BenchArgs) -> anyhow::Result<ExitCode> {
     if let Some(name) = &args.list {
         print_tasks(&load_suite(name).await?);
         return Ok(ExitCode::SUCCESS);
@@ -190,6 +190,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     } else {
         serde_json::Value::Null
     };
+    RunSettings::recorded(&earlier)?.fill(&mut args)?;
     let suite_name = args
         .suite
         .clone()
@@ -258,10 +259,10 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
                 .context("--policy upstream needs --upstream API=URL")?;
             Policy::Driver(Arc::new(UpstreamPolicy::new(
                 spec,
-                &args.model,
-                args.computer_tool,
+                args.model.as_deref().unwrap_or("claude-sonnet-4-5"),
+                args.computer_tool.unwrap_or(ComputerTool::Computer20251124),
                 args.enable_zoom,
-                args.safety_checks,
+                args.safety_checks.unwrap_or(SafetyChecks::Deny),
             )?))
         }
         PolicyArg::External => Policy::Driver(Arc::new(ExternalPolicy::start(&args.addr).await?)),
@@ -270,6 +271,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         .jobs(args.jobs)
         .dpr(dpr)
         .resume(resume)
+        .settings(RunSettings::of(&args).to_json())
         .remote(remote)
         .progress_bar(
             !args.no_progress_bar && std::io::IsTerminal::is_terminal(&std::io::stderr()),

@@ -161,11 +161,12 @@ fn a_run_resumes_with_only_the_episodes_it_had_not_recorded() {
     let out_s = out.to_str().unwrap();
     let (code, _, stderr) = bench(&[
         "--suite", "builtin", "--policy", "script", "--out", out_s, "--task", "drag", "--task",
-        "scroll",
+        "scroll", "--seeds", "2",
     ]);
     assert_eq!(code, 0, "{stderr}");
-    std::fs::remove_dir_all(out.join("episodes/scroll-s0")).unwrap();
-    let (code, _, stderr) = bench(&["--resume", out_s, "--task", "drag", "--task", "scroll"]);
+    std::fs::remove_dir_all(out.join("episodes/scroll-s2")).unwrap();
+    // The run's own tasks and seeds: only the missing episode runs, nothing else.
+    let (code, _, stderr) = bench(&["--resume", out_s]);
     assert_eq!(code, 0, "{stderr}");
     assert!(
         stderr.contains("1 episodes already done, 1 to run"),
@@ -183,8 +184,15 @@ fn a_run_resumes_with_only_the_episodes_it_had_not_recorded() {
         (rate * seconds / 60.0 - 1.0).abs() < 0.05,
         "{rate}/min over {seconds} s"
     );
+    let ids: Vec<&str> = run["episodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["drag-s2", "scroll-s2"]);
     // Nothing left: no rate (not a kept count over a moment), and the summary says so.
-    let (code, stdout, stderr) = bench(&["--resume", out_s, "--task", "drag", "--task", "scroll"]);
+    let (code, stdout, stderr) = bench(&["--resume", out_s]);
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("nothing left to run"), "{stdout}");
     let run = results(&out);
