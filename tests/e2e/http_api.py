@@ -458,6 +458,22 @@ def scenario_computers(base):
         assert step["screenshot"]["width"] == 1024 and step["error"] is None, step
         assert base64.b64decode(step["screenshot"]["data"]).startswith(PNG_MAGIC)
 
+        # A page shown scaled down may be drawn at the display's scale and read it as its
+        # devicePixelRatio; `exact_dpr` keeps it at `dpr` exactly.
+        for extra in [{}, {"exact_dpr": True}]:
+            body = {"url": page.replace("/page", "/dpr"), "display": DISPLAY, **extra}
+            response = http.post("/v1/computers", json=body)
+            assert response.status_code == 201, response.text
+            opened = response.json()
+            ratio = opened["current_url"].rpartition("#dpr=")[2]
+            if extra:
+                assert ratio == "1", opened["current_url"]
+            else:
+                assert 0.79 < float(ratio) <= 1, opened["current_url"]
+            for _ in range(2):  # closed, then gone with its history
+                assert http.delete(f"/v1/computers/{opened['id']}").status_code == 204
+        check_error(http.post("/v1/computers", json={"url": page, "exact_dpr": "yes"}), 422, "invalid_request")
+
         # Model mistakes are steps with status `error`, never HTTP errors.
         step = act(http, computer, [{"action": "fly"}], call_id="toolu_02")
         assert step["status"] == "error" and step["step"] is None, step

@@ -105,6 +105,13 @@ async def computers(client):
         assert result.is_error and "dpr" in text_of(result), text_of(result)
         result = await tool(client, "computer_open", {"url": page, "rules": []})
         assert result.is_error, text_of(result)
+        # `exact_dpr` keeps the page's devicePixelRatio at `dpr` (the page writes it into
+        # its URL fragment).
+        dpr_page = page.replace("/page", "/dpr")
+        result = await tool(client, "computer_open", {"url": dpr_page, "display": DISPLAY, "exact_dpr": True})
+        assert not result.is_error, text_of(result)
+        assert result.structured_content["current_url"] == dpr_page + "#dpr=1", result.structured_content
+        await tool(client, "computer_close", {"id": result.structured_content["id"]})
         result = await tool(client, "computer_close", {"id": computer})
         assert not result.is_error and "closed" in text_of(result), text_of(result)
         result = await tool(client, "computer", {"id": computer, "action": "screenshot"})
@@ -337,8 +344,13 @@ async def open_gate(binary, tools_file):
 def recorded_trajectories(root):
     """`--trajectories`: each computer session wrote its steps and screenshots."""
     sessions = sorted(os.listdir(root))
-    assert len(sessions) == 1 and sessions[0].startswith("cmp_"), sessions
-    session = os.path.join(root, sessions[0])
+    # `computers` opened two: the one it drives and the exact-DPR one (only opened).
+    assert len(sessions) == 2 and all(s.startswith("cmp_") for s in sessions), sessions
+    recorded = []
+    for name in sessions:
+        with open(os.path.join(root, name, "steps.jsonl")) as f:
+            recorded.append((len(f.readlines()), name))
+    session = os.path.join(root, max(recorded)[1])
     with open(os.path.join(session, "steps.jsonl")) as f:
         steps = [json.loads(line) for line in f]
     # open (screenshot), the click, the nested screenshot, then the model's mistakes

@@ -4,7 +4,8 @@ The page has two buttons at known CSS positions. With the viewport 1280x800 and 
 display 1024x640 the tests use (factor 0.8), their centres are, in model pixels:
   GO  (160, 120): sets the title and the URL fragment to `clicked`
   BUY (400, 120): "Buy now" — the default rules ask before clicking it; sets `bought`
-`/login` serves LOGIN instead (a text and a password field).
+`/login` serves LOGIN instead (a text and a password field), `/dpr` a page that writes its
+`devicePixelRatio` into its URL fragment (`#dpr=1`).
 """
 
 import contextlib
@@ -32,6 +33,12 @@ LOGIN = b"""<!doctype html>
 </body></html>
 """
 
+DPR = b"""<!doctype html>
+<html><head><title>dpr</title></head><body>
+<script>history.replaceState(null, '', '#dpr=' + devicePixelRatio)</script>
+</body></html>
+"""
+
 DISPLAY = "1024x640"
 NAME_FIELD = [200, 96]
 PASSWORD_FIELD = [200, 160]
@@ -41,7 +48,7 @@ BUY = [400, 120]
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):  # noqa: N802 (the stdlib's name)
-        body = LOGIN if self.path == "/login" else PAGE
+        body = {"/login": LOGIN, "/dpr": DPR}.get(self.path, PAGE)
         self.send_response(200)
         self.send_header("Content-Type", "text/html; charset=utf-8")
         self.send_header("Content-Length", str(len(body)))

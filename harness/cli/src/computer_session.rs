@@ -30,6 +30,10 @@ pub struct SessionMeta {
     pub desktop: Option<DesktopMeta>,
     pub viewport: Size,
     pub dpr: f64,
+    /// The page reads `dpr` exactly, never the display's scale
+    /// (`SessionOptions::render_at_display_scale` off).
+    #[serde(default)]
+    pub exact_dpr: bool,
     pub display: DisplaySpec,
     pub policy: OriginPolicy,
     pub image_format: ImageFormat,
@@ -61,6 +65,7 @@ pub fn session_options(meta: &SessionMeta, downloads: Option<PathBuf>) -> Sessio
     o.policy = meta.policy.clone();
     o.start_url = Some(meta.url.clone());
     o.downloads = downloads;
+    o.render_at_display_scale = !meta.exact_dpr;
     o
 }
 

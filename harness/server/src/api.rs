@@ -270,6 +270,13 @@ pub struct CreateComputer {
     /// Device pixel ratio: 1 (default) or 2.
     #[serde(default)]
     pub dpr: Option<f64>,
+    /// Keep the page's `devicePixelRatio` exactly `dpr` (default false). Otherwise a DPR-1
+    /// session whose display is its viewport scaled down (the default 1024×640 of
+    /// 1280×800) is drawn at the display's scale where frames are drawn on demand — one
+    /// drawn frame is the screenshot, about half the step time — and its page reads that
+    /// scale (0.8) as `devicePixelRatio`; CSS pixels, layout and input are unchanged.
+    #[serde(default)]
+    pub exact_dpr: Option<bool>,
     /// What the model sees: `"1024x640"`, `{"width", "height"}`, a preset (`xga`, `wxga`,
     /// `fwxga`) or `budget` (default: the viewport scaled to a long edge ≤ 1568 px and
     /// ≤ 1.15 MP).

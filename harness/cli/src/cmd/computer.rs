@@ -78,6 +78,12 @@ pub struct ComputerArgs {
     /// Device pixel ratio (1 or 2).
     #[arg(long, default_value_t = 1.0)]
     pub dpr: f64,
+    /// Keep the page's devicePixelRatio exactly --dpr. By default a DPR-1 page shown scaled
+    /// down (1280x800 as 1024x640) is drawn at the display's scale where frames are drawn
+    /// on demand (quicker: one drawn frame is the screenshot) and reads that scale (0.8)
+    /// as its devicePixelRatio.
+    #[arg(long)]
+    pub exact_dpr: bool,
     /// Shape of the lines in the actions file: anthropic | openai | gemini | native.
     #[arg(long, default_value = "anthropic")]
     pub format: String,
@@ -241,6 +247,7 @@ pub async fn run(args: ComputerArgs) -> anyhow::Result<ExitCode> {
         viewport: desktop.as_ref().map_or(viewport, |d| d.screen),
         desktop,
         dpr: args.dpr,
+        exact_dpr: args.exact_dpr,
         display: parse_display(&args)?,
         policy: OriginPolicy::new(
             origin_patterns(&args.allow_origin)?,

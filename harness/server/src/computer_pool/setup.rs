@@ -29,6 +29,8 @@ pub struct Setup {
     pub viewport: Size,
     /// Device pixel ratio (1 or 2).
     pub dpr: f64,
+    /// The page reads `dpr` exactly (never the display's scale; see [`CreateComputer`]).
+    pub exact_dpr: bool,
     /// How the model display is chosen.
     pub display: DisplaySpec,
     /// What the session may reach.
@@ -156,6 +158,7 @@ impl Setup {
             url: body.url.clone(),
             viewport,
             dpr,
+            exact_dpr: body.exact_dpr.unwrap_or(false),
             display,
             policy,
             rules,
@@ -176,6 +179,7 @@ impl Setup {
             "url": self.url,
             "viewport": self.viewport,
             "dpr": self.dpr,
+            "exact_dpr": self.exact_dpr,
             "display": self.display,
             "policy": self.policy,
             "image_format": self.image_format,
@@ -192,6 +196,7 @@ impl Setup {
         options.policy = self.policy.clone();
         options.start_url = Some(self.url.clone());
         options.settle_cap = self.settle_timeout;
+        options.render_at_display_scale = !self.exact_dpr;
         options
     }
 }
@@ -228,6 +233,10 @@ mod tests {
             setup.session_options().settle_cap,
             cordon_computer::browser::DEFAULT_SETTLE_TIMEOUT
         );
+        assert!(setup.session_options().render_at_display_scale);
+        let exact = Setup::parse(&body(json!({"exact_dpr": true}))).unwrap();
+        assert!(!exact.session_options().render_at_display_scale);
+        assert_eq!(exact.session_json()["exact_dpr"], true);
         let setup = Setup::parse(&body(json!({"settle_timeout_ms": 500}))).unwrap();
         assert_eq!(
             setup.session_options().settle_cap,

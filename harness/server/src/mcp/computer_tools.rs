@@ -226,6 +226,7 @@ pub(super) fn tools() -> Vec<Tool> {
                 "viewport": size("Browser viewport in CSS pixels, WxH (default 1280x800)."),
                 "display": size("Size of the screenshots you get and of the coordinates you send: WxH, xga, wxga, fwxga or budget (default: the viewport, scaled down to at most 1568 px on the long edge and 1.15 megapixels)."),
                 "dpr": {"type": "number", "enum": [1, 2], "description": "Device pixel ratio (default 1)."},
+                "exact_dpr": {"type": "boolean", "description": "Keep the page's devicePixelRatio exactly dpr (default false: a page shown scaled down is drawn at the screenshot's scale, which is quicker, and reads that scale as its devicePixelRatio)."},
                 "allow_origins": {"type": "array", "items": {"type": "string"}, "description": "Origins the session may reach, e.g. https://example.com or https://*.example.com (default: all not blocked)."},
                 "block_origins": {"type": "array", "items": {"type": "string"}, "description": "Origins the session may never reach."}
             },
@@ -362,7 +363,8 @@ impl ComputerTools<'_> {
             // The model chooses where to go, the operator what needs approval.
             if map.contains_key("rules") || map.contains_key("ttl_seconds") {
                 return failure(
-                    "computer_open takes url, viewport, display, dpr, allow_origins, block_origins",
+                    "computer_open takes url, viewport, display, dpr, exact_dpr, allow_origins, \
+                     block_origins",
                 );
             }
             if let Some(rules) = self.rules {
