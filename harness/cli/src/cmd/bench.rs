@@ -1,139 +1,24 @@
 //! `cordon bench`: runs a task suite through Cordon's engines and writes `results.json` and
 //! `report.html` (docs/bench.md).
 
+mod args;
 mod policies;
 mod settings;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use clap::{Args, ValueEnum};
 use cordon_agent_bench::remote::RemoteServers;
 use cordon_agent_bench::run::{Policy, RunOptions, run_suite};
 use cordon_agent_bench::task::{Suite, SuiteSource};
 use cordon_computer::browser::BrowserOptions;
 
+pub use args::BenchArgs;
+use args::PolicyArg;
 use policies::{ComputerTool, ExternalPolicy, SafetyChecks, UpstreamPolicy};
 use settings::RunSettings;
-
-/// Who chooses the actions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum PolicyArg {
-    /// Each task's own script: `script.jsonl` (web) or `solution.py` (code).
-    Script,
-    /// Another agent drives each episode over HTTP (`/v1/envs/{id}/step`); bench only
-    /// scores. Bench serves the episodes itself on `--addr` and prints each one's URL.
-    External,
-    /// A model through an upstream API (`--upstream anthropic=URL | openai-responses=URL |
-    /// gemini=URL`) drives web and desktop episodes with its vendor's computer tool.
-    Upstream,
-}
-
-/// Run a task suite (web and code tasks) and write RUN_DIR/results.json and a
-/// self-contained RUN_DIR/report.html.
-#[derive(Debug, Args)]
-#[command(after_long_help = "\
-Each (task, seed) is an episode on its own isolated browser session or sandbox. The reward is
-read by Cordon from the page (a JavaScript predicate or a DOM query) or from the task's checker
-program, never from the policy. Episodes run in parallel (--jobs); each finished one is recorded
-at once, so --resume RUN_DIR runs only the rest. Exit status: 0 when every episode succeeded,
-1 otherwise, 2 on bad input. The suite format: docs/bench.md.
-
-Examples:
-  cordon bench --suite builtin --policy script --out runs/smoke --no-browser-sandbox
-  cordon bench --suite ./my-suite --policy script --out runs/a --jobs 4 --dpr 2
-  cordon bench --resume runs/a
-  cordon bench --list miniwob
-  cordon bench --suite miniwob:click-button,enter-text --seeds 0,1,2 --policy script --out runs/mw
-  CORDON_UPSTREAM_KEY=... cordon bench --suite builtin --policy upstream \\
-      --upstream anthropic=https://api.anthropic.com --out runs/model
-  CORDON_UPSTREAM_KEY=... cordon bench --suite builtin --policy upstream --model gpt-5.4 \\
-      --upstream openai-responses=https://api.openai.com/v1 --safety-checks approve --out runs/oa
-  cordon bench --suite builtin --policy external --out runs/agent   # prints each episode's URL
-  cordon bench --suite builtin --policy script --jobs 4 --out runs/spread \\
-      --remote http://10.0.0.5:7420 --remote http://10.0.0.6:7420 --token $CORDON_TOKEN")]
-pub struct BenchArgs {
-    /// `builtin` (web tasks compiled into cordon: forms, dialogs, scrolling, autocomplete,
-    /// drag), `miniwob` or `miniwob:TASK,TASK` (MiniWoB++'s published pages, fetched into
-    /// the cache on first use), or a suite directory: one sub-directory per task with a
-    /// task.json.
-    #[arg(long, value_name = "DIR|builtin|miniwob[:TASK,…]")]
-    suite: Option<String>,
-    /// List the tasks of a suite (`builtin`, `miniwob`, a directory) and exit.
-    #[arg(long, value_name = "SUITE", conflicts_with_all = ["out", "resume"])]
-    list: Option<String>,
-    /// One episode per seed of this list for every task (`0,1,2`), whatever the tasks say.
-    #[arg(long, value_name = "N,N,…", value_delimiter = ',')]
-    seeds: Vec<u64>,
-    /// Who chooses the actions.
-    #[arg(long, value_enum)]
-    policy: Option<PolicyArg>,
-    /// The run directory (created): results.json, report.html, episodes/<id>/.
-    #[arg(long, value_name = "RUN_DIR")]
-    out: Option<PathBuf>,
-    /// Continue a run: episodes already recorded in RUN_DIR are kept, the others run. What
-    /// this command line leaves out is the run's own: suite, policy, DPR, seeds, tasks,
-    /// remote servers, upstream, model, computer tool, zoom, safety checks (the token
-    /// and the upstream key come from the environment again).
-    #[arg(long, value_name = "RUN_DIR", conflicts_with = "out")]
-    resume: Option<PathBuf>,
-    /// Episodes at once (each an isolated browser context or sandbox).
-    #[arg(long, default_value_t = 1, value_name = "N")]
-    jobs: usize,
-    /// Run every web task at this device pixel ratio (1 or 2) whatever the task says.
-    #[arg(long, value_name = "1|2")]
-    dpr: Option<f64>,
-    /// Only these tasks (by id; repeatable).
-    #[arg(long = "task", value_name = "ID")]
-    tasks: Vec<String>,
-    /// The model for `--policy upstream`: `anthropic=URL`, `openai-responses=URL` or
-    /// `gemini=URL` (its key in CORDON_UPSTREAM_KEY).
-    #[arg(long, value_name = "API=URL")]
-    upstream: Option<String>,
-    /// The model name sent upstream [default: claude-sonnet-4-5].
-    #[arg(long, value_name = "NAME")]
-    model: Option<String>,
-    /// Anthropic's computer tool for `--policy upstream` [default: computer_20251124].
-    #[arg(long, value_enum, value_name = "TYPE")]
-    computer_tool: Option<ComputerTool>,
-    /// Offer Anthropic's `zoom` action (`enable_zoom`, or `configs.zoom` of the toolset).
-    #[arg(long)]
-    enable_zoom: bool,
-    /// How an unattended run answers the model's vendor safety checks (OpenAI
-    /// `pending_safety_checks`, Gemini `require_confirmation`): `deny` (the default) ends
-    /// the episode.
-    #[arg(long, value_enum, value_name = "approve|deny")]
-    safety_checks: Option<SafetyChecks>,
-    /// Run the web episodes on this Cordon server (`cordon serve`) through its `/v1/envs`
-    /// API instead of a local browser (repeatable: the episodes are spread over the
-    /// servers, each to the one with the fewest of the run's episodes in flight). A server
-    /// that cannot be reached is taken out of the run; its episodes are errors.
-    #[arg(long = "remote", value_name = "URL")]
-    remote: Vec<String>,
-    /// Bearer token for the `--remote` servers (their `cordon serve --token`); unused
-    /// without `--remote`.
-    #[arg(
-        long,
-        env = "CORDON_TOKEN",
-        hide_env_values = true,
-        value_name = "TOKEN"
-    )]
-    token: Option<String>,
-    /// Where `--policy external` serves the episodes.
-    #[arg(long, default_value = "127.0.0.1:0", value_name = "HOST:PORT")]
-    addr: String,
-    /// Path of the Chromium binary.
-    #[arg(long, env = "CORDON_CHROMIUM", value_name = "PATH")]
-    chromium: Option<PathBuf>,
-    /// Start Chromium without its own sandbox (needed when running as root).
-    #[arg(long)]
-    no_browser_sandbox: bool,
-    /// Plain progress lines even on a terminal.
-    #[arg(long)]
-    no_progress_bar: bool,
-}
 
 /// The suite named on the command line.
 async fn load_suite(name: &str) -> anyhow::Result<Suite> {

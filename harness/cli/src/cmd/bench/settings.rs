@@ -6,7 +6,7 @@
 use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
-use super::BenchArgs;
+use super::args::BenchArgs;
 
 /// The recorded part of a run's command line. A field the resuming command line gives
 /// wins; one it leaves out is the run's own.
