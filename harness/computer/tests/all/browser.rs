@@ -396,9 +396,9 @@ async fn the_session_follows_a_popup_like_a_new_tab() {
 }
 
 /// A popup is followed and settled on once its page shows, however far its load got
-/// before the session watched it: loaded already (a local page usually has), still
-/// loading, an `about:blank` its opener wrote into, a blank window its opener navigates
-/// later. None of them holds the step to the settle cap.
+/// before the session watched it: loaded already (a local page usually has), answered
+/// late (400 ms), an `about:blank` its opener wrote into, a blank window its opener
+/// navigates later. None of them holds the step to the settle cap.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_kind_of_popup_settles_on_its_page() {
     let server = PageServer::start(None).await;
