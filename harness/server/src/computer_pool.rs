@@ -13,7 +13,8 @@
 //! - `decode`: [`decode_actions`] and [`parse_format`], model calls in any vendor's shape.
 //! - `live_computer`: [`LiveComputer`], one open session, and what a step produced.
 //! - `pool`: [`ComputerPool`], the one Chromium and the tasks sessions run on.
-//! - `orphans`: [`reap_orphaned_chromium`], the Chromium a killed server left behind.
+//! - `orphans`: [`reap_orphaned_chromium`], the Chromium a killed server left behind, and
+//!   [`chromium_pid_key`], where a server records its own.
 
 mod decode;
 mod error;
@@ -25,6 +26,6 @@ mod setup;
 pub use decode::{decode_actions, parse_format};
 pub use error::ComputerError;
 pub use live_computer::{LiveComputer, SharedComputer, Stepped};
-pub use orphans::reap_orphaned_chromium;
+pub use orphans::{chromium_pid_key, reap_orphaned_chromium};
 pub use pool::ComputerPool;
 pub use setup::{DEFAULT_COMPUTER_TTL, MAX_COMPUTER_TTL, Setup};

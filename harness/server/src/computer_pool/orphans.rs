@@ -4,6 +4,16 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// The store's meta key for the pid of the Chromium a server runs: one per replica
+/// address, since replicas share a store but each reaps only the Chromium of its own host
+/// (a pid means nothing on another one); `chromium_pid` for a server running alone.
+pub fn chromium_pid_key(replica_address: Option<&str>) -> String {
+    match replica_address {
+        Some(address) => format!("chromium_pid {address}"),
+        None => "chromium_pid".to_owned(),
+    }
+}
+
 /// Kills the Chromium a killed server left behind (`pid`, recorded while it ran), if that
 /// process still runs and is one of ours; removes its profile directory. Returns whether
 /// it found one.
@@ -108,6 +118,16 @@ fn kill(pid: i32) -> bool {
 mod tests {
     #![allow(clippy::unwrap_used, reason = "tests")]
     use super::*;
+
+    #[test]
+    fn each_replica_records_its_chromium_under_its_own_key() {
+        let alone = chromium_pid_key(None);
+        let a = chromium_pid_key(Some("http://10.0.0.5:7420"));
+        let b = chromium_pid_key(Some("http://10.0.0.6:7420"));
+        assert_eq!(alone, "chromium_pid");
+        assert!(alone != a && a != b, "{alone} {a} {b}");
+        assert_eq!(a, chromium_pid_key(Some("http://10.0.0.5:7420")));
+    }
 
     #[test]
     fn a_chromium_whose_server_still_runs_is_not_reaped() {

@@ -21,8 +21,8 @@ use crate::api::{
     ComputerTrajectory, CreateComputer, SizeBody, StepStatus, TrajectoryStep,
 };
 use crate::computer_pool::{
-    ComputerError, ComputerPool, Setup, SharedComputer, Stepped, decode_actions, parse_format,
-    reap_orphaned_chromium,
+    ComputerError, ComputerPool, Setup, SharedComputer, Stepped, chromium_pid_key, decode_actions,
+    parse_format, reap_orphaned_chromium,
 };
 use crate::error::ApiError;
 use crate::periodic::spawn_periodic;
@@ -33,8 +33,6 @@ use cordon_protocol::time::rfc3339;
 
 /// How often idle sessions are looked for.
 const REAP_EVERY: Duration = Duration::from_secs(5);
-/// The `meta` key holding the pid of the Chromium this server runs.
-const CHROMIUM_PID: &str = "chromium_pid";
 
 struct LiveEntry {
     computer: SharedComputer,
@@ -84,6 +82,8 @@ struct Live {
 
 /// Computer sessions of the HTTP API (`/v1/computers`).
 pub(crate) struct ComputerSessions {
+    /// Where this server records its Chromium's pid (see [`chromium_pid_key`]).
+    chromium_pid_key: String,
     pool: ComputerPool,
     store: Arc<Store>,
     trajectories: PathBuf,
@@ -162,8 +162,10 @@ impl ComputerSessions {
         store: Arc<Store>,
         trajectories: PathBuf,
         max_live: usize,
+        replica_address: Option<&str>,
     ) -> Arc<ComputerSessions> {
         Arc::new(ComputerSessions {
+            chromium_pid_key: chromium_pid_key(replica_address),
             pool,
             store,
             trajectories,
@@ -180,7 +182,7 @@ impl ComputerSessions {
     /// Kills the Chromium a previous server process left running when it was killed, if
     /// there is one. Call before serving.
     pub(crate) async fn reap_orphans(&self) -> Result<(), StoreError> {
-        if let Some(pid) = self.store.meta(CHROMIUM_PID).await? {
+        if let Some(pid) = self.store.meta(&self.chromium_pid_key).await? {
             if let Ok(pid) = pid.parse::<u32>()
                 && reap_orphaned_chromium(pid)
             {
@@ -188,7 +190,7 @@ impl ComputerSessions {
                     "cordon: stopped Chromium {pid}, left running by a server that was killed"
                 );
             }
-            self.store.set_meta(CHROMIUM_PID, None).await?;
+            self.store.set_meta(&self.chromium_pid_key, None).await?;
         }
         Ok(())
     }
@@ -358,7 +360,7 @@ impl ComputerSessions {
         match self.pool.chromium_pid() {
             Some(pid) => {
                 self.store
-                    .set_meta(CHROMIUM_PID, Some(&pid.to_string()))
+                    .set_meta(&self.chromium_pid_key, Some(&pid.to_string()))
                     .await
             }
             None => Ok(()),
@@ -771,7 +773,7 @@ impl ComputerSessions {
                 .await;
         }
         self.pool.shutdown().await;
-        let _ = self.store.set_meta(CHROMIUM_PID, None).await;
+        let _ = self.store.set_meta(&self.chromium_pid_key, None).await;
     }
 }
 

@@ -128,6 +128,7 @@ impl HttpApi {
             store,
             trajectories,
             options.max_computers,
+            options.replica_address.as_deref(),
         );
         computers.reap_orphans().await?;
         computers.spawn_reaper();
