@@ -29,6 +29,10 @@ pub(super) struct NetWatch {
     pub(super) loading: bool,
     /// Its load starts and stops read since (see [`LoadTurns`]).
     turns: LoadTurns,
+    /// A load is to come that has not started yet (a popup still on its initial
+    /// `about:blank`): not quiet until the main frame starts one, which the turns then
+    /// count as any other, in whichever order its start and stop are read.
+    pub(super) awaiting_load: bool,
     /// The main frame started a load (a new document, or a same-document one) since
     /// settling last drew the frames a new document needs (see `settle`).
     pub(super) loaded_since_warm: bool,
@@ -130,6 +134,7 @@ impl NetWatch {
             inflight: InFlight::default(),
             loading: false,
             turns: LoadTurns::default(),
+            awaiting_load: false,
             loaded_since_warm: false,
             main_frame: page.target_id().inner().clone(),
             url: None,
@@ -153,6 +158,7 @@ impl NetWatch {
             NetEvent::End(id) => self.inflight.end(id),
             NetEvent::FrameStart(f) if f == self.main_frame => {
                 self.turns.start();
+                self.awaiting_load = false;
                 self.loaded_since_warm = true;
                 // A new document: requests of the old one will never report back.
                 self.inflight.clear();
@@ -180,6 +186,6 @@ impl NetWatch {
     }
 
     pub(super) fn quiet(&self) -> bool {
-        self.inflight.is_empty() && !self.turns.loading(self.loading)
+        self.inflight.is_empty() && !self.awaiting_load && !self.turns.loading(self.loading)
     }
 }

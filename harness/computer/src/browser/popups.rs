@@ -50,40 +50,38 @@ impl BrowserSession {
             Err(_) if self.popup_refused(&target) => return Ok(()),
             Err(e) => return Err(e),
         };
-        self.net.loading = self.popup_loading(&page).await;
+        self.watch_popup_load(&page).await;
         let old = std::mem::replace(&mut self.page, page);
         self.earlier_pages.push(old);
         Ok(())
     }
 
-    /// Whether popup `page`, whose events are watched from now on, is still loading. Its
-    /// load may have started, or even ended, before the watch began (a page from a local
-    /// server often has): taken as loading, such a popup held every step that opened one
-    /// to the settle cap. So the document is asked: a document of its own that is
+    /// Sets whether popup `page`, whose events are watched from now on, is still loading.
+    /// Its load may have started, or even ended, before the watch began (a page from a
+    /// local server often has): taken as loading, such a popup held every step that opened
+    /// one to the settle cap. So the document is asked: a document of its own that is
     /// complete has loaded, one still parsing will report its stop. An empty `about:blank`
     /// is the window's initial document, with the navigation `window.open(url)` started
-    /// (or one the opener starts later) to come: loading until that reports its stop. An
-    /// `about:blank` the opener wrote into is the popup's page.
-    async fn popup_loading(&mut self, page: &chromiumoxide::Page) -> bool {
+    /// (or one the opener starts later) to come: awaited until it starts, then counted as
+    /// any load. An `about:blank` the opener wrote into is the popup's page.
+    async fn watch_popup_load(&mut self, page: &chromiumoxide::Page) {
         const STATE_JS: &str = "[document.readyState, location.href, \
              !!document.documentElement && document.documentElement.textContent !== '' \
              || !!document.body && document.body.children.length > 0]";
         let Ok(state) = eval_on(page.clone(), STATE_JS.into()).await else {
             // No answer: the document is being replaced, and the load will report its stop.
-            return true;
+            self.net.loading = true;
+            return;
         };
         let ready = state.get(0).and_then(serde_json::Value::as_str);
         let href = state.get(1).and_then(serde_json::Value::as_str);
         let written = state.get(2).and_then(serde_json::Value::as_bool) == Some(true);
-        let loading = match href {
-            Some("about:blank") => !written,
-            Some(_) => ready != Some("complete"),
-            None => true,
-        };
-        if !loading {
-            self.net.url = href.map(str::to_owned);
+        match href {
+            Some("about:blank") if !written => self.net.awaiting_load = true,
+            Some(_) if ready != Some("complete") => self.net.loading = true,
+            Some(href) => self.net.url = Some(href.to_owned()),
+            None => self.net.loading = true,
         }
-        loading
     }
 
     /// Goes back to the opener when the page followed is a popup the request guard closed

@@ -34,17 +34,17 @@ struct Motion {
     animation_left_ms: f64,
     /// `requestAnimationFrame` callbacks not run yet.
     frame_callbacks: f64,
-    /// Timers that drive script motion, not run yet (intervals until cleared): short
-    /// ones (they can fire within [`STABLE_QUIET_MS`]) that change the DOM.
+    /// Timers that may drive script motion, not run yet: short ones (they can fire within
+    /// [`STABLE_QUIET_MS`]) the input set or that change the DOM (see `MOTION_JS`).
     motion_timers: f64,
 }
 
 impl Motion {
-    /// Whether the DOM changed recently and a timer may change it again before the page
-    /// has been still for [`STABLE_QUIET_MS`]: script motion ticking on timers, whose
-    /// next tick may come after a capture that was quicker than the tick.
+    /// Whether a timer that may move the page is waiting: script motion ticking on
+    /// timers (or about to start on one the input set), whose next tick may come after a
+    /// capture that was quicker than the tick.
     fn ticking(&self) -> bool {
-        self.motion_timers > 0.0 && self.since_change_ms < STABLE_QUIET_MS
+        self.motion_timers > 0.0
     }
 }
 
@@ -222,6 +222,7 @@ impl BrowserSession {
                     // Cap reached (long poll, streaming, endless loading): capture anyway.
                     self.net.inflight.clear();
                     self.net.loading = false;
+                    self.net.awaiting_load = false;
                     self.deferred_turn = false;
                     return Ok(false);
                 }
@@ -315,8 +316,8 @@ impl BrowserSession {
                 self.ambient = true;
                 return Ok(image);
             }
-            let (mut since, mut wait) = (since, wait);
-            while since < STABLE_QUIET_MS || wait > 0.0 {
+            let (mut since, mut wait, mut ticking) = (since, wait, reading.ticking());
+            while since < STABLE_QUIET_MS || wait > 0.0 || ticking {
                 let until_ = if wait > 0.0 {
                     deadline
                 } else {
@@ -334,7 +335,10 @@ impl BrowserSession {
                     break;
                 }
                 match self.motion().await {
-                    Some(m) => (since, wait) = (m.since_change_ms, m.animation_left_ms),
+                    Some(m) => {
+                        (since, wait, ticking) =
+                            (m.since_change_ms, m.animation_left_ms, m.ticking());
+                    }
                     None => break,
                 }
             }

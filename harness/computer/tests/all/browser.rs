@@ -504,6 +504,38 @@ async fn the_screenshot_shows_the_end_of_a_short_animation() {
     .await;
 }
 
+/// An interval animation that clears itself in its last run shows its end, and once it
+/// has ended it holds no later step: a plain click after it settles `quiet`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interval_animation_ends_and_holds_no_later_step() {
+    let server = PageServer::start(None).await;
+    with_browser(|browser| async move {
+        let opts = page_opts(1.0, server.url("/interval"));
+        let mut c = computer(&browser, opts, Rules::allow_all()).await;
+        let r = ok_step(
+            &mut c,
+            Vendor::Anthropic,
+            json!({"action": "left_click", "coordinate": [300, 400]}),
+        )
+        .await;
+        // The bar ends at CSS x 800..900: model x 640..720.
+        let shot = Shot::of(&r);
+        assert_eq!(shot.pixel(680, 40), [0, 160, 0], "{:?}", r.settle);
+        assert_eq!(shot.pixel(40, 40), [255, 0, 0], "{:?}", r.settle);
+        assert!(r.settled);
+        let r = ok_step(
+            &mut c,
+            Vendor::Anthropic,
+            json!({"action": "left_click", "coordinate": [900, 400]}),
+        )
+        .await;
+        assert_eq!(Shot::of(&r).pixel(500, 500), [0, 0, 255]);
+        assert_eq!(r.settle, cordon_computer::SettleEnd::Quiet);
+        c.into_backend().close().await.unwrap();
+    })
+    .await;
+}
+
 /// A page that moves forever ends the step at the session's settle timeout, captured as
 /// it is; an endless CSS animation is not waited for at all.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -218,7 +218,8 @@ fn route(
         ),
         // Motion after a click on the left half (x < 640): a 400 ms CSS transition of the
         // page from red to blue; on the right half, a 400 ms script animation (a timer
-        // moving a green bar across in 30 ms ticks, slower than a step, then painting it blue).
+        // moving a green bar across in 30 ms ticks, slower than a step, each tick setting the
+        // next before it moves the bar, then painting it blue).
         "/motion" => html(
             "<!doctype html><html><head><title>motion</title><style>\
              body{margin:0;height:100vh;background:rgb(255,0,0);transition:background-color 400ms linear}\
@@ -226,9 +227,23 @@ fn route(
              </style></head><body><div id=bar></div><script>\
              document.body.onclick = e => { if (e.clientX < 640) { document.body.className = 'done'; return; }\
                const bar = document.getElementById('bar'), t0 = performance.now();\
-               const tick = () => { const p = Math.min(1, (performance.now() - t0) / 400);\
-                 bar.style.left = (p * 1180) + 'px'; if (p < 1) setTimeout(tick, 30); else bar.style.background = 'rgb(0,0,255)'; };\
+               const tick = () => { const p = Math.min(1, (performance.now() - t0) / 400); if (p < 1) setTimeout(tick, 30);\
+                 bar.style.left = (p * 1180) + 'px'; if (p >= 1) bar.style.background = 'rgb(0,0,255)'; };\
                tick(); };\
+             </script></body></html>"
+                .into(),
+        ),
+        // A click on the left half moves a bar across in 13 ms interval ticks (as jQuery 1.x
+        // animates) and the interval clears itself in its last run; a click on the right
+        // half only paints the page blue.
+        "/interval" => html(
+            "<!doctype html><html><head><title>interval</title><style>\
+             body{margin:0;height:100vh;background:rgb(255,0,0)}\
+             #bar{position:absolute;left:0;top:0;width:100px;height:100px;background:rgb(0,160,0)}\
+             </style></head><body><div id=bar></div><script>\
+             document.body.onclick = e => { if (e.clientX >= 640) { document.body.style.background = 'rgb(0,0,255)'; return; }\
+               const bar = document.getElementById('bar'); let n = 0;\
+               const id = setInterval(() => { n++; bar.style.left = (n * 100) + 'px'; if (n === 8) clearInterval(id); }, 13); };\
              </script></body></html>"
                 .into(),
         ),
