@@ -146,7 +146,7 @@ pub async fn run(mut args: BenchArgs) -> anyhow::Result<ExitCode> {
                 spec,
                 args.model.as_deref().unwrap_or("claude-sonnet-4-5"),
                 args.computer_tool.unwrap_or(ComputerTool::Computer20251124),
-                args.enable_zoom,
+                args.enable_zoom.unwrap_or(false),
                 args.safety_checks.unwrap_or(SafetyChecks::Deny),
             )?))
         }

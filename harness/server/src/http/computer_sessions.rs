@@ -180,9 +180,19 @@ impl ComputerSessions {
     }
 
     /// Kills the Chromium a previous server process left running when it was killed, if
-    /// there is one. Call before serving.
+    /// there is one. Call before serving. A replica also reads the key servers used before
+    /// pids were kept per replica (a process is killed only if it is an orphaned Chromium
+    /// of Cordon's, whichever key named it).
     pub(crate) async fn reap_orphans(&self) -> Result<(), StoreError> {
-        if let Some(pid) = self.store.meta(&self.chromium_pid_key).await? {
+        let legacy = chromium_pid_key(None);
+        let mut keys = vec![self.chromium_pid_key.as_str()];
+        if self.chromium_pid_key != legacy {
+            keys.push(&legacy);
+        }
+        for key in keys {
+            let Some(pid) = self.store.meta(key).await? else {
+                continue;
+            };
             if let Ok(pid) = pid.parse::<u32>()
                 && reap_orphaned_chromium(pid)
             {
@@ -190,7 +200,7 @@ impl ComputerSessions {
                     "cordon: stopped Chromium {pid}, left running by a server that was killed"
                 );
             }
-            self.store.set_meta(&self.chromium_pid_key, None).await?;
+            self.store.set_meta(key, None).await?;
         }
         Ok(())
     }

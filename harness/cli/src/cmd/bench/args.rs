@@ -86,9 +86,10 @@ pub struct BenchArgs {
     /// Anthropic's computer tool for `--policy upstream` [default: computer_20251124].
     #[arg(long, value_enum, value_name = "TYPE")]
     pub(super) computer_tool: Option<ComputerTool>,
-    /// Offer Anthropic's `zoom` action (`enable_zoom`, or `configs.zoom` of the toolset).
-    #[arg(long)]
-    pub(super) enable_zoom: bool,
+    /// Offer Anthropic's `zoom` action (`enable_zoom`, or `configs.zoom` of the toolset);
+    /// `--enable-zoom=false` turns it off for a resumed run that had it.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_name = "true|false")]
+    pub(super) enable_zoom: Option<bool>,
     /// How an unattended run answers the model's vendor safety checks (OpenAI
     /// `pending_safety_checks`, Gemini `require_confirmation`): `deny` (the default) ends
     /// the episode.
@@ -100,6 +101,10 @@ pub struct BenchArgs {
     /// that cannot be reached is taken out of the run; its episodes are errors.
     #[arg(long = "remote", value_name = "URL")]
     pub(super) remote: Vec<String>,
+    /// Run the web episodes on a local browser, even when resuming a run that used
+    /// `--remote` servers.
+    #[arg(long, conflicts_with = "remote")]
+    pub(super) local: bool,
     /// Bearer token for the `--remote` servers (their `cordon serve --token`); unused
     /// without `--remote`.
     #[arg(

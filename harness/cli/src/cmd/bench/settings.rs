@@ -19,7 +19,7 @@ pub(super) struct RunSettings {
     upstream: Option<String>,
     model: Option<String>,
     computer_tool: Option<String>,
-    enable_zoom: bool,
+    enable_zoom: Option<bool>,
     safety_checks: Option<String>,
 }
 
@@ -56,12 +56,12 @@ impl RunSettings {
         if args.tasks.is_empty() {
             args.tasks = self.tasks;
         }
-        if args.remote.is_empty() {
+        if args.remote.is_empty() && !args.local {
             args.remote = self.remote;
         }
         args.upstream = args.upstream.take().or(self.upstream);
         args.model = args.model.take().or(self.model);
-        args.enable_zoom |= self.enable_zoom;
+        args.enable_zoom = args.enable_zoom.or(self.enable_zoom);
         if args.computer_tool.is_none() {
             args.computer_tool = self.computer_tool.as_deref().map(parse).transpose()?;
         }
@@ -143,6 +143,16 @@ mod tests {
         assert_eq!(resumed.remote, ["http://127.0.0.1:1"]);
         assert_eq!(resumed.safety_checks, Some(SafetyChecks::Approve));
         assert_eq!(resumed.computer_tool, Some(ComputerTool::Toolset20260801));
+        assert_eq!(resumed.enable_zoom, Some(true));
+
+        // Recorded servers and zoom can be turned off.
+        let mut resumed = args(&["--resume", "r", "--local", "--enable-zoom=false"]);
+        RunSettings::recorded(&json)
+            .unwrap()
+            .fill(&mut resumed)
+            .unwrap();
+        assert!(resumed.remote.is_empty());
+        assert_eq!(resumed.enable_zoom, Some(false));
     }
 
     #[test]
