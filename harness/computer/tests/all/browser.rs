@@ -221,12 +221,7 @@ async fn settle_waits_for_requests_the_action_started() {
     with_browser(|browser| async move {
         let opts = page_opts(1.0, server.url("/slow"));
         let mut c = computer(&browser, opts, Rules::allow_all()).await;
-        let r = ok_step(
-            &mut c,
-            Vendor::Anthropic,
-            json!({"action": "left_click", "coordinate": [100, 100]}),
-        )
-        .await;
+        let r = left_click(&mut c, [100, 100]).await;
         assert!(r.settled);
         assert_eq!(eval(&c, "document.title").await, "fetched:done");
         // navigation settles on the loaded document and reports its URL
@@ -286,12 +281,7 @@ async fn file_choosers_get_the_session_uploads_or_are_refused() {
         assert!(r.text.unwrap_or_default().contains("a.txt"));
         assert_eq!(eval(&c, "document.title").await, "one:a.txt");
         // A multiple-file input takes them all.
-        ok_step(
-            &mut c,
-            Vendor::Anthropic,
-            json!({"action": "left_click", "coordinate": [80, 180]}),
-        )
-        .await;
+        left_click(&mut c, [80, 180]).await;
         assert_eq!(eval(&c, "document.title").await, "many:a.txt,b.txt");
         c.into_backend().close().await.unwrap();
     })
@@ -312,12 +302,7 @@ async fn the_screenshot_shows_what_timers_started_by_the_action_did() {
                 shot.pixel(shot.size.width / 2, shot.size.height / 2)
             };
             // Right half: the timer scrolls to the green band.
-            let r = ok_step(
-                &mut c,
-                Vendor::Anthropic,
-                json!({"action": "left_click", "coordinate": [900, 300]}),
-            )
-            .await;
+            let r = left_click(&mut c, [900, 300]).await;
             let [red, green, blue] = centre(&r);
             assert!(
                 green > 120 && red < 60 && blue < 60,
@@ -326,12 +311,7 @@ async fn the_screenshot_shows_what_timers_started_by_the_action_did() {
             );
             // Left half: the timer fetches, then paints the page blue.
             eval(&c, "window.scrollTo(0, 0)").await;
-            let r = ok_step(
-                &mut c,
-                Vendor::Anthropic,
-                json!({"action": "left_click", "coordinate": [100, 100]}),
-            )
-            .await;
+            let r = left_click(&mut c, [100, 100]).await;
             assert_eq!(eval(&c, "document.title").await, "fetched:done");
             let [red, green, blue] = centre(&r);
             assert!(
@@ -377,12 +357,7 @@ async fn the_session_follows_a_popup_like_a_new_tab() {
     with_browser(|browser| async move {
         let opts = page_opts(2.0, server.url("/popup-self"));
         let mut c = computer(&browser, opts, Rules::allow_all()).await;
-        let r = ok_step(
-            &mut c,
-            Vendor::Anthropic,
-            json!({"action": "left_click", "coordinate": [50, 40]}),
-        )
-        .await;
+        let r = left_click(&mut c, [50, 40]).await;
         assert_eq!(r.current_url, Some(server.url("/targets")));
         assert_eq!(r.screenshot.unwrap().size, Size::new(1024, 640));
         // and the popup is driven at the session's viewport and DPR
@@ -417,12 +392,7 @@ async fn every_kind_of_popup_settles_on_its_page() {
         for (x, colour, url) in kinds {
             let opts = page_opts(1.0, server.url("/popup-kinds"));
             let mut c = computer(&browser, opts, Rules::allow_all()).await;
-            let r = ok_step(
-                &mut c,
-                Vendor::Anthropic,
-                json!({"action": "left_click", "coordinate": [x, 40]}),
-            )
-            .await;
+            let r = left_click(&mut c, [x, 40]).await;
             assert!(r.settled, "button at {x}: {:?}", r.settle);
             assert_eq!(r.current_url.as_deref(), Some(url), "button at {x}");
             assert_eq!(Shot::of(&r).pixel(500, 400), colour, "button at {x}");
@@ -459,12 +429,7 @@ async fn the_screenshot_shows_the_end_of_a_short_animation() {
             let opts = page_opts(dpr, server.url("/motion"));
             let mut c = computer(&browser, opts, Rules::allow_all()).await;
             // Left half: the page's background transitions from red to blue.
-            let r = ok_step(
-                &mut c,
-                Vendor::Anthropic,
-                json!({"action": "left_click", "coordinate": [300, 400]}),
-            )
-            .await;
+            let r = left_click(&mut c, [300, 400]).await;
             let shot = Shot::of(&r);
             assert_eq!(
                 shot.pixel(500, 500),
@@ -475,12 +440,7 @@ async fn the_screenshot_shows_the_end_of_a_short_animation() {
             assert_eq!(r.settle, cordon_computer::SettleEnd::Stable);
             assert!(r.settled);
             // Right half: a timer moves the bar to the right edge, then paints it blue.
-            let r = ok_step(
-                &mut c,
-                Vendor::Anthropic,
-                json!({"action": "left_click", "coordinate": [900, 400]}),
-            )
-            .await;
+            let r = left_click(&mut c, [900, 400]).await;
             let shot = Shot::of(&r);
             // The bar ends at CSS x 1180..1280, y 0..100: model x 944..1024, y 0..80.
             assert_eq!(
@@ -512,23 +472,13 @@ async fn an_interval_animation_ends_and_holds_no_later_step() {
     with_browser(|browser| async move {
         let opts = page_opts(1.0, server.url("/interval"));
         let mut c = computer(&browser, opts, Rules::allow_all()).await;
-        let r = ok_step(
-            &mut c,
-            Vendor::Anthropic,
-            json!({"action": "left_click", "coordinate": [300, 400]}),
-        )
-        .await;
+        let r = left_click(&mut c, [300, 400]).await;
         // The bar ends at CSS x 800..900: model x 640..720.
         let shot = Shot::of(&r);
         assert_eq!(shot.pixel(680, 40), [0, 160, 0], "{:?}", r.settle);
         assert_eq!(shot.pixel(40, 40), [255, 0, 0], "{:?}", r.settle);
         assert!(r.settled);
-        let r = ok_step(
-            &mut c,
-            Vendor::Anthropic,
-            json!({"action": "left_click", "coordinate": [900, 400]}),
-        )
-        .await;
+        let r = left_click(&mut c, [900, 400]).await;
         assert_eq!(Shot::of(&r).pixel(500, 500), [0, 0, 255]);
         assert_eq!(r.settle, cordon_computer::SettleEnd::Quiet);
         c.into_backend().close().await.unwrap();
@@ -551,12 +501,7 @@ async fn an_endless_animation_ends_the_step_at_the_settle_timeout() {
         // The script animation never stops: the step ends at the timeout. The bound here is
         // generous (timeout + several seconds); the figures are in the benchmarks.
         let started = std::time::Instant::now();
-        let r = ok_step(
-            &mut c,
-            Vendor::Anthropic,
-            json!({"action": "left_click", "coordinate": [900, 400]}),
-        )
-        .await;
+        let r = left_click(&mut c, [900, 400]).await;
         assert!(started.elapsed() < std::time::Duration::from_millis(800 + 5000));
         assert_eq!(r.settle, cordon_computer::SettleEnd::Timeout);
         assert!(!r.settled);

@@ -90,12 +90,7 @@ async fn a_click_painted_in_a_later_frame_is_in_the_screenshot() {
                     computer(&browser, page_opts(1.0, url.clone()), Rules::allow_all()).await;
                 assert_eq!(eval(&c, &install(js)).await, "ok");
                 for click in 1..=6 {
-                    let r = ok_step(
-                        &mut c,
-                        Vendor::Anthropic,
-                        json!({"action": "left_click", "coordinate": [400, 300]}),
-                    )
-                    .await;
+                    let r = left_click(&mut c, [400, 300]).await;
                     let shot = Shot::of(&r);
                     assert!(
                         shows_click(&shot, click),
@@ -207,12 +202,7 @@ async fn sessions_stepping_at_once_each_see_their_clicks() {
                 let name = name.clone();
                 runs.push(tokio::spawn(async move {
                     for click in 1..=8 {
-                        let r = ok_step(
-                            &mut c,
-                            Vendor::Anthropic,
-                            json!({"action": "left_click", "coordinate": [400, 300]}),
-                        )
-                        .await;
+                        let r = left_click(&mut c, [400, 300]).await;
                         let shot = Shot::of(&r);
                         assert!(
                             shows_click(&shot, click),
@@ -274,12 +264,7 @@ async fn a_session_draws_at_its_display_scale_to_the_pixel() {
         assert!((dpr - 0.8).abs() < 1e-6, "devicePixelRatio {dpr}");
         assert_eq!((width, height), (1280.0, 800.0), "CSS size unchanged");
         // Following the page's popup, which opens the test's grid page.
-        let r = ok_step(
-            &mut c,
-            Vendor::Anthropic,
-            json!({"action": "left_click", "coordinate": [80, 40]}),
-        )
-        .await;
+        let r = left_click(&mut c, [80, 40]).await;
         assert_eq!(c.backend().open_pages(), 2, "the popup is open");
         assert!(
             !r.screenshot.as_ref().unwrap().resized,
@@ -352,12 +337,7 @@ async fn clicks_at_display_scale_land_on_the_element_under_the_pixel() {
             }
         }
         for &(i, j, x, y) in &clicks {
-            let r = ok_step(
-                &mut c,
-                Vendor::Anthropic,
-                json!({"action": "left_click", "coordinate": [x, y]}),
-            )
-            .await;
+            let r = left_click(&mut c, [x, y]).await;
             assert_eq!(
                 Shot::of(&r).pixel(x, y),
                 cell_colour(i, j),

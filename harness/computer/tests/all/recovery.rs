@@ -58,12 +58,7 @@ async fn a_killed_browser_fails_its_sessions_and_the_next_session_restarts_it() 
         let mut c = computer(&browser, opts(), Rules::allow_all()).await;
         assert_eq!(browser.generation(), 2);
         assert_ne!(browser.pid(), Some(first));
-        let r = ok_step(
-            &mut c,
-            Vendor::Anthropic,
-            json!({"action": "left_click", "coordinate": [512, 320]}),
-        )
-        .await;
+        let r = left_click(&mut c, [512, 320]).await;
         assert_eq!(r.current_url, Some(server.url("/targets")));
         assert_eq!(r.screenshot.unwrap().size, Size::new(1024, 640));
 

@@ -322,12 +322,7 @@ async fn a_click_right_after_the_load_shows_in_its_screenshot() {
                        document.body.style.background = 'rgb(255,204,0)')",
                 )
                 .await;
-                let r = ok_step(
-                    &mut c,
-                    Vendor::Anthropic,
-                    json!({"action": "left_click", "coordinate": [160, 480]}),
-                )
-                .await;
+                let r = left_click(&mut c, [160, 480]).await;
                 assert_eq!(
                     Shot::of(&r).pixel(640, 240),
                     [255, 204, 0],

@@ -36,12 +36,7 @@ async fn clicks_hit_targets_for_every_preset_at_dpr_1_and_2() {
                         y: f64::from(*y) + half,
                     };
                     let m = scaler.to_model(css);
-                    let r = ok_step(
-                        &mut c,
-                        Vendor::Anthropic,
-                        json!({"action": "left_click", "coordinate": [m.x, m.y]}),
-                    )
-                    .await;
+                    let r = left_click(&mut c, [m.x, m.y]).await;
                     expected.push(id.to_string());
                     last = Some((r, m));
                 }

@@ -32,12 +32,7 @@ async fn record_then_replay_matches_and_a_changed_page_diverges() {
         c.record(
             TrajectoryWriter::create(&traj, &json!({"start_url": server.url("/form")})).unwrap(),
         );
-        ok_step(
-            &mut c,
-            Vendor::Anthropic,
-            json!({"action": "left_click", "coordinate": [200, 96]}),
-        )
-        .await;
+        left_click(&mut c, [200, 96]).await;
         ok_step(
             &mut c,
             Vendor::Anthropic,
@@ -139,7 +134,7 @@ async fn password_text_is_redacted_on_disk_and_replays_as_nothing() {
         let mut c = computer(&browser, opts(), Rules::default()).await;
         c.record(TrajectoryWriter::create(&traj, &json!({})).unwrap());
         // The name field (CSS 250,120) and the password field (CSS 250,300), at 0.8.
-        ok_step(&mut c, Vendor::Anthropic, json!({"action": "left_click", "coordinate": [200, 96]})).await;
+        left_click(&mut c, [200, 96]).await;
         let typed = ok_step(&mut c, Vendor::Anthropic, json!({"action": "type", "text": NAME})).await;
         assert!(typed.redacted_actions.is_empty(), "{typed:?}");
         // The default rules ask before touching a password field: click, then type.

@@ -411,6 +411,19 @@ pub async fn ok_step(
     r
 }
 
+/// A left click at model pixel `[x, y]` in Anthropic's shape, which must succeed.
+pub async fn left_click<T: serde::Serialize>(
+    c: &mut Computer<BrowserSession>,
+    at: [T; 2],
+) -> StepReport {
+    ok_step(
+        c,
+        Vendor::Anthropic,
+        serde_json::json!({"action": "left_click", "coordinate": at}),
+    )
+    .await
+}
+
 pub async fn eval(c: &Computer<BrowserSession>, js: &str) -> serde_json::Value {
     c.backend().eval(js).await.unwrap()
 }
